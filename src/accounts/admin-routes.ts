@@ -1,0 +1,68 @@
+// Operator API: accounts and keys (operator-api.md, "Accounts and keys").
+import { z } from 'zod';
+import { ApiError } from '../http/errors.js';
+import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
+import { createKey, listKeys, revokeKey } from '../keys/service.js';
+import { PLAN_IDS } from '../limits/plans.js';
+import { LimitsOverride } from './schemas.js';
+import { accountBase, accountView, createAccount, getAccount, updateAccount } from './service.js';
+
+const AccountInput = z.object({
+  name: z.string().trim().min(1).max(200),
+  plan: z.enum(PLAN_IDS),
+  limits: LimitsOverride.optional(),
+});
+
+export const accountAdminRoutes: RoutesFn = (app, s) => {
+  app.post('/accounts', { schema: { tags: ['Operator'], body: AccountInput } }, async (req, reply) => {
+    const row = await createAccount(s.db, req.body, s.clock.now());
+    return reply.code(201).send(accountBase(row));
+  });
+
+  app.get('/accounts', { schema: { tags: ['Operator'] } }, async () => {
+    const rows = await s.db.selectFrom('accounts').selectAll().orderBy('id').execute();
+    return { data: rows.map(accountBase) };
+  });
+
+  app.get('/accounts/:id', { schema: { tags: ['Operator'], params: IdParams } }, async (req) =>
+    accountView(s.db, s.usage, await getAccount(s.db, req.params.id)),
+  );
+
+  app.patch('/accounts/:id', { schema: { tags: ['Operator'], params: IdParams, body: AccountInput.partial() } }, async (req) => {
+    const row = await updateAccount(s.db, req.params.id, req.body, s.clock.now());
+    s.auth.forgetAccount(row.id);
+    return accountView(s.db, s.usage, row);
+  });
+
+  app.post(
+    '/accounts/:id/keys',
+    { schema: { tags: ['Operator'], params: IdParams, body: z.object({ name: z.string().trim().min(1).max(200) }) } },
+    async (req, reply) => {
+      const account = await getAccount(s.db, req.params.id);
+      return reply.code(201).send(await createKey(s.db, account, req.body.name, s.clock.now()));
+    },
+  );
+
+  app.get('/accounts/:id/keys', { schema: { tags: ['Operator'], params: IdParams } }, async (req) => {
+    await getAccount(s.db, req.params.id);
+    return { data: await listKeys(s.db, req.params.id) };
+  });
+
+  app.delete(
+    '/accounts/:id/keys/:keyId',
+    { schema: { tags: ['Operator'], params: z.object({ id: Uuid, keyId: Uuid }) } },
+    async (req, reply) => {
+      await getAccount(s.db, req.params.id);
+      await revokeKey(s.db, req.params.id, req.params.keyId, s.clock.now());
+      s.auth.forgetAccount(req.params.id);
+      return reply.code(204).send();
+    },
+  );
+};
+
+/** Loads the account of an operator path or answers 404. */
+export async function accountOr404(s: Parameters<RoutesFn>[1], id: string) {
+  const a = await s.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!a) throw new ApiError('account_not_found');
+  return a;
+}

@@ -1,0 +1,94 @@
+// Accounts: plan, per-account limit overrides, and the account view of GET /me and the operator API.
+import type { Executor } from '../db/index.js';
+import type { AccountRow, PhoneNumberRow } from '../db/types.js';
+import { ApiError } from '../http/errors.js';
+import { newId } from '../lib/ids.js';
+import { effectiveLimits, type Limits } from '../limits/plans.js';
+import type { UsageMeter } from '../limits/types.js';
+
+export interface PhoneNumberView {
+  id: string;
+  phone: string;
+  name: string | null;
+  provider: string;
+  status: string;
+  default: boolean;
+}
+
+export const phoneNumberView = (p: PhoneNumberRow): PhoneNumberView => ({
+  id: p.id,
+  phone: p.phone,
+  name: p.name,
+  provider: p.provider,
+  status: p.status,
+  default: p.is_default,
+});
+
+export const accountBase = (a: AccountRow) => ({
+  id: a.id,
+  name: a.name,
+  plan: a.plan,
+  limits: effectiveLimits(a.plan, a.limits),
+  createdAt: a.created_at.toISOString(),
+});
+
+export async function getAccount(db: Executor, id: string): Promise<AccountRow> {
+  const row = await db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!row) throw new ApiError('account_not_found');
+  return row;
+}
+
+export async function createAccount(
+  db: Executor,
+  input: { name: string; plan: string; limits?: Partial<Limits> },
+  now: Date,
+): Promise<AccountRow> {
+  return db
+    .insertInto('accounts')
+    .values({
+      id: newId(),
+      name: input.name,
+      plan: input.plan,
+      limits: JSON.stringify(input.limits ?? {}),
+      created_at: now,
+      updated_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function updateAccount(
+  db: Executor,
+  id: string,
+  patch: { name?: string; plan?: string; limits?: Partial<Limits> },
+  now: Date,
+): Promise<AccountRow> {
+  const cur = await getAccount(db, id);
+  const limits = patch.limits ? { ...cur.limits, ...patch.limits } : cur.limits;
+  return db
+    .updateTable('accounts')
+    .set({ name: patch.name ?? cur.name, plan: patch.plan ?? cur.plan, limits: JSON.stringify(limits), updated_at: now })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The account with limits, usage and phone numbers (decisions.md, "GET /me"). */
+export async function accountView(db: Executor, usage: UsageMeter, account: AccountRow) {
+  const [snap, numbers] = await Promise.all([
+    usage.snapshot(account.id),
+    db.selectFrom('phone_numbers').selectAll().where('account_id', '=', account.id).orderBy('created_at').orderBy('id').execute(),
+  ]);
+  return {
+    ...accountBase(account),
+    usage: {
+      period: { start: snap.period.start.toISOString(), end: snap.period.end.toISOString() },
+      apiCalls: snap.apiCalls,
+      webhookDeliveries: snap.webhookDeliveries,
+      contacts: snap.contacts,
+      automationSteps: snap.automationSteps,
+      automationHttpRequests: snap.automationHttpRequests,
+    },
+    phoneNumbers: numbers.map(phoneNumberView),
+  };
+}

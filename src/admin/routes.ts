@@ -1,0 +1,26 @@
+// The operator API (/admin/v1): thin routes over the feature services, one file per area.
+import { accountAdminRoutes } from '../accounts/admin-routes.js';
+import { campaignAdminRoutes } from '../campaigns/admin-routes.js';
+import { caseAdminRoutes } from '../cases/admin-routes.js';
+import { phoneNumberAdminRoutes } from '../channel/admin-routes.js';
+import { cloudAdminRoutes } from '../channel/cloud/admin-routes.js';
+import { sandboxAdminRoutes } from '../channel/sandbox/routes.js';
+import type { RoutesFn } from '../http/schemas.js';
+import { templateAdminRoutes } from '../templates/admin-routes.js';
+import { webhookAdminRoutes } from '../webhooks/admin-routes.js';
+import { jobAdminRoutes } from './jobs.js';
+
+export const adminRoutes: RoutesFn = (app, s) => {
+  for (const routes of [
+    accountAdminRoutes,
+    phoneNumberAdminRoutes,
+    templateAdminRoutes,
+    webhookAdminRoutes,
+    caseAdminRoutes,
+    campaignAdminRoutes,
+    jobAdminRoutes,
+    sandboxAdminRoutes,
+    cloudAdminRoutes,
+  ])
+    routes(app, s);
+};

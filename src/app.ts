@@ -1,0 +1,112 @@
+// Builds the Fastify instance: error shape, request ids, validation, OpenAPI, and the three
+// surfaces (public /api/v1 behind the guards, operator /admin/v1, channel receivers).
+import { randomUUID } from 'node:crypto';
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import { jsonSchemaTransform, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { ZodType } from 'zod';
+import { accountRoutes } from './accounts/routes.js';
+import { adminAuth } from './admin/auth.js';
+import { adminRoutes } from './admin/routes.js';
+import { campaignRoutes } from './campaigns/routes.js';
+import { caseRoutes } from './cases/routes.js';
+import { cloudReceiverRoutes } from './channel/cloud/routes.js';
+import { contactRoutes } from './contacts/routes.js';
+import { errorHandler } from './http/error-handler.js';
+import { ApiError, ValidationError } from './http/errors.js';
+import { installPublicGuards } from './http/guards.js';
+import { installIdempotency } from './http/idempotency.js';
+import type { ZodApp } from './http/schemas.js';
+import { installSpanishZodMessages } from './http/zod-es.js';
+import { messageRoutes } from './messages/routes.js';
+import type { Services } from './services.js';
+import { templateRoutes } from './templates/routes.js';
+
+export const BODY_LIMIT = 1024 * 1024; // 1 MiB (decisions.md: larger → 413)
+
+installSpanishZodMessages();
+
+export async function buildApp(services: Services): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: services.log,
+    bodyLimit: BODY_LIMIT,
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    // One line per request only at debug: at info, logs carry events, not traffic.
+    logController: new LogController({ disableRequestLogging: !['debug', 'trace'].includes(services.config.LOG_LEVEL) }),
+    trustProxy: services.config.trustProxy,
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<ZodTypeProvider>();
+
+  // Validation keeps zod's issue paths as arrays (api.md §7: `path` is which field).
+  app.setValidatorCompiler<ZodType>(({ schema }) => (data) => {
+    const r = schema.safeParse(data);
+    if (r.success) return { value: r.data };
+    return {
+      error: new ValidationError(
+        r.error.issues.map((i) => ({ path: i.path.map((p) => (typeof p === 'number' ? p : String(p))), message: i.message })),
+      ),
+    };
+  });
+  // Responses are built by our own view functions: plain JSON.stringify, no second validation.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('X-Request-Id', req.id);
+  });
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler(async () => {
+    throw new ApiError('route_not_found');
+  });
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Chasqui — Messaging, Contacts and Cases API',
+        version: '1.0.0',
+        description:
+          'Send template and free-text WhatsApp messages, keep contacts, read templates, campaigns and pipeline cases. Errors are in Argentine Spanish.',
+      },
+      servers: [{ url: '/' }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key etk_live_…' } } },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
+
+  app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+    try {
+      await services.db.selectNoFrom((eb) => eb.lit(1).as('one')).execute();
+      return { status: 'ok', database: 'ok' };
+    } catch {
+      return reply.code(503).send({ status: 'unavailable', database: 'unreachable' });
+    }
+  });
+
+  await app.register(
+    async (api) => {
+      installPublicGuards(api, services);
+      installIdempotency(api, services);
+      const z = api as unknown as ZodApp;
+      for (const routes of [accountRoutes, templateRoutes, contactRoutes, messageRoutes, campaignRoutes, caseRoutes]) routes(z, services);
+    },
+    { prefix: '/api/v1' },
+  );
+
+  await app.register(
+    async (admin) => {
+      adminAuth(admin, services);
+      adminRoutes(admin as unknown as ZodApp, services);
+    },
+    { prefix: '/admin/v1' },
+  );
+
+  await app.register(async (ch) => cloudReceiverRoutes(ch as unknown as ZodApp, services));
+
+  return app;
+}

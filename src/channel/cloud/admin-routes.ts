@@ -1,0 +1,22 @@
+// Operator API: template sync from the WhatsApp Business Account (issue 5).
+import { IdParams, type RoutesFn } from '../../http/schemas.js';
+import type { CloudProvider } from './provider.js';
+import { syncTemplates } from './templates.js';
+
+export const cloudAdminRoutes: RoutesFn = (app, s) => {
+  app.post(
+    '/accounts/:id/templates/sync',
+    {
+      schema: {
+        summary: "Import the templates of the account's WhatsApp Business Accounts (Cloud API numbers), with status and category",
+        tags: ['Operator'],
+        params: IdParams,
+      },
+    },
+    async (req) => {
+      // The runtime always registers the cloud provider: its Graph client (pool, timeouts) is shared.
+      const provider = s.channels.get('cloud') as CloudProvider;
+      return syncTemplates(s, provider.graph, req.params.id);
+    },
+  );
+};

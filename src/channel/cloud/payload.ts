@@ -1,0 +1,344 @@
+// The Cloud API's JSON, both ways: the body of POST /{phone-number-id}/messages, and the webhook
+// payloads Meta posts to us (messages, statuses, template status updates). Pure functions, no I/O.
+import type { DeliveryStatus } from '../../messages/status.js';
+import type { SendRequest } from '../types.js';
+
+// ---------------------------------------------------------------------------------------------
+// Outbound: the send request
+// ---------------------------------------------------------------------------------------------
+
+export interface GraphTextParameter {
+  type: 'text';
+  text: string;
+  /** Only for templates with named parameters ({{first_name}}). */
+  parameter_name?: string;
+}
+
+export interface GraphSendBody {
+  messaging_product: 'whatsapp';
+  recipient_type: 'individual';
+  to: string;
+  type: 'text' | 'template';
+  text?: { body: string };
+  template?: {
+    name: string;
+    language: { code: string };
+    components?: { type: 'body'; parameters: GraphTextParameter[] }[];
+  };
+}
+
+const POSITIONAL = /^\d+$/;
+
+/**
+ * The documented send body. `variableNames` are the template's variable names in order: positional
+ * templates ({{1}}, {{2}}) send bare parameters, named ones add `parameter_name`.
+ */
+export function buildSendBody(req: SendRequest, variableNames: string[] = []): GraphSendBody {
+  const base = {
+    messaging_product: 'whatsapp' as const,
+    recipient_type: 'individual' as const,
+    to: req.to,
+  };
+  if (req.template) {
+    const t = req.template;
+    const named = variableNames.length > 0 && variableNames.some((n) => !POSITIONAL.test(n));
+    const parameters: GraphTextParameter[] = t.parameters.map((text, i) => {
+      const name = variableNames[i];
+      return named && name ? { type: 'text', parameter_name: name, text } : { type: 'text', text };
+    });
+    return {
+      ...base,
+      type: 'template',
+      template: {
+        name: t.name,
+        language: { code: t.language },
+        ...(parameters.length > 0 ? { components: [{ type: 'body' as const, parameters }] } : {}),
+      },
+    };
+  }
+  return { ...base, type: 'text', text: { body: req.text ?? '' } };
+}
+
+/** The send response: `messages[0].id` is the wamid. */
+export function wamidFrom(res: unknown): string | null {
+  const id = (res as { messages?: { id?: unknown }[] } | null)?.messages?.[0]?.id;
+  return typeof id === 'string' && id.length > 0 ? id : null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inbound: the webhook payload
+// ---------------------------------------------------------------------------------------------
+
+/** A customer message, ready for receiveInbound once the number is resolved. */
+export interface ParsedMessage {
+  kind: 'message';
+  /** Graph phone-number id of the receiving number (metadata.phone_number_id). */
+  graphPhoneNumberId: string;
+  from: string;
+  name?: string;
+  wamid: string;
+  type: string;
+  text: string | null;
+  timestamp: Date;
+  button?: { text: string; payload?: string; optOut?: boolean };
+  referral?: { id: string; headline: string; sourceUrl: string };
+}
+
+export interface ParsedStatus {
+  kind: 'status';
+  graphPhoneNumberId: string;
+  wamid: string;
+  status: DeliveryStatus;
+  code: number | null;
+  timestamp: Date;
+}
+
+export interface ParsedTemplateUpdate {
+  kind: 'template';
+  /** entry.id: the WhatsApp Business Account the template belongs to. */
+  wabaId: string;
+  templateId: string | null;
+  name: string | null;
+  language: string | null;
+  /** Our status, or `DELETED`; null when the event does not change the status. */
+  status: TemplateStatus | 'DELETED' | null;
+  category: string | null;
+}
+
+export type ParsedItem = ParsedMessage | ParsedStatus | ParsedTemplateUpdate;
+
+export type TemplateStatus = 'APPROVED' | 'PENDING' | 'REJECTED' | 'PAUSED' | 'DISABLED';
+
+export interface ParseResult {
+  items: ParsedItem[];
+  /** Things we saw and did not turn into work (unknown fields, malformed entries): for logs. */
+  skipped: string[];
+}
+
+/** Opt-out phrases (decisions.md, "Channel"): whole message, case- and accent-insensitive. */
+const OPT_OUT_PHRASES = new Set(['baja', 'stop', 'no recibir mas', 'darme de baja', 'desuscribir', 'cancelar suscripcion']);
+/** Texts and payloads of the templates' opt-out quick reply (Meta's marketing opt-out button too). */
+const OPT_OUT_BUTTONS = new Set([
+  'stop promotions',
+  'detener promociones',
+  'no recibir promociones',
+  'no quiero recibir mas',
+  'opt out',
+  'opt_out',
+  'optout',
+  'unsubscribe',
+  'stop_promotions',
+]);
+
+export const normalizePhrase = (s: string): string =>
+  s
+    .normalize('NFD')
+    .replace(/\p{Diacritic}/gu, '')
+    .toLowerCase()
+    .replace(/[\s_-]+/g, ' ')
+    .replace(/[.!¡?¿,;:]+/g, '')
+    .trim();
+
+/** A tapped quick reply is the opt-out button when its text or payload says so. */
+export function isOptOutButton(text: string | undefined, payload: string | undefined): boolean {
+  for (const v of [text, payload]) {
+    if (!v) continue;
+    const n = normalizePhrase(v);
+    if (OPT_OUT_PHRASES.has(n) || OPT_OUT_BUTTONS.has(n) || OPT_OUT_BUTTONS.has(n.replace(/ /g, '_'))) return true;
+  }
+  return false;
+}
+
+const STATUS_VALUES = new Set<DeliveryStatus>(['sent', 'delivered', 'read', 'failed']);
+
+/** Meta's template events → our template status (decisions.md "Template"); null: no status change. */
+export function templateStatusFrom(event: unknown): TemplateStatus | 'DELETED' | null {
+  switch (typeof event === 'string' ? event.toUpperCase() : '') {
+    case 'APPROVED':
+    case 'REINSTATED':
+    case 'UNPAUSED':
+      return 'APPROVED';
+    case 'PENDING':
+    case 'IN_APPEAL':
+      return 'PENDING';
+    case 'REJECTED':
+      return 'REJECTED';
+    case 'PAUSED':
+      return 'PAUSED';
+    case 'DISABLED':
+    case 'ARCHIVED':
+    case 'LIMIT_EXCEEDED':
+      return 'DISABLED';
+    case 'DELETED':
+    case 'PENDING_DELETION':
+      return 'DELETED';
+    default:
+      return null;
+  }
+}
+
+const obj = (v: unknown): Record<string, any> | null =>
+  v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, any>) : null;
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : typeof v === 'number' ? String(v) : undefined);
+
+/** Unix seconds (as Meta sends them, in a string) → Date; `fallback` when absent or malformed. */
+export function unixTime(v: unknown, fallback: Date): Date {
+  const n = typeof v === 'string' ? Number(v) : typeof v === 'number' ? v : Number.NaN;
+  return Number.isFinite(n) && n > 0 ? new Date(n * 1000) : fallback;
+}
+
+/** Text of one inbound message (api.md §6: caption or a description for attachments, button text). */
+export function messageText(m: Record<string, any>): string | null {
+  const type = m.type as string;
+  const part = obj(m[type]);
+  switch (type) {
+    case 'text':
+      return str(part?.body) ?? null;
+    case 'image':
+    case 'video':
+    case 'sticker':
+    case 'audio':
+      return str(part?.caption) ?? null;
+    case 'document':
+      return str(part?.caption) ?? str(part?.filename) ?? null;
+    case 'location': {
+      const named = [str(part?.name), str(part?.address)].filter(Boolean).join(', ');
+      if (named) return named;
+      return part && part.latitude !== undefined && part.longitude !== undefined ? `${part.latitude},${part.longitude}` : null;
+    }
+    case 'contacts': {
+      const cards = arr(m.contacts).map(obj).filter(Boolean) as Record<string, any>[];
+      const described = cards.map((c) => {
+        const name =
+          str(obj(c.name)?.formatted_name) ?? [str(obj(c.name)?.first_name), str(obj(c.name)?.last_name)].filter(Boolean).join(' ');
+        const phone = str(obj(arr(c.phones)[0])?.phone) ?? str(obj(arr(c.phones)[0])?.wa_id);
+        return [name, phone].filter(Boolean).join(' ');
+      });
+      return described.filter(Boolean).join('; ') || null;
+    }
+    case 'button':
+      return str(part?.text) ?? str(part?.payload) ?? null;
+    case 'interactive': {
+      const reply = obj(part?.button_reply) ?? obj(part?.list_reply);
+      if (reply) return str(reply.title) ?? str(reply.id) ?? null;
+      const nfm = obj(part?.nfm_reply);
+      return nfm ? (str(nfm.body) ?? str(nfm.name) ?? null) : null;
+    }
+    case 'reaction':
+      return str(part?.emoji) ?? null;
+    case 'order':
+      return str(part?.text) ?? null;
+    case 'system':
+      return str(part?.body) ?? null;
+    default:
+      return null;
+  }
+}
+
+function parseMessage(graphPhoneNumberId: string, m: Record<string, any>, profiles: Map<string, string>, now: Date): ParsedMessage | null {
+  const wamid = str(m.id);
+  const from = str(m.from);
+  if (!wamid || !from) return null;
+  const type = str(m.type) ?? 'unsupported';
+  const out: ParsedMessage = {
+    kind: 'message',
+    graphPhoneNumberId,
+    from,
+    wamid,
+    type,
+    text: messageText(m),
+    timestamp: unixTime(m.timestamp, now),
+  };
+  const name = profiles.get(from) ?? (profiles.size === 1 ? [...profiles.values()][0] : undefined);
+  if (name) out.name = name;
+  if (type === 'button') {
+    const b = obj(m.button);
+    const text = str(b?.text) ?? str(b?.payload) ?? '';
+    const payload = str(b?.payload);
+    out.button = { text, ...(payload ? { payload } : {}), ...(isOptOutButton(text, payload) ? { optOut: true } : {}) };
+  }
+  const ref = obj(m.referral);
+  if (ref) {
+    out.referral = { id: str(ref.source_id) ?? '', headline: str(ref.headline) ?? '', sourceUrl: str(ref.source_url) ?? '' };
+  }
+  return out;
+}
+
+function parseStatus(graphPhoneNumberId: string, st: Record<string, any>, now: Date): ParsedStatus | null {
+  const wamid = str(st.id);
+  const status = str(st.status) as DeliveryStatus | undefined;
+  if (!wamid || !status || !STATUS_VALUES.has(status)) return null;
+  const code = obj(arr(st.errors)[0])?.code;
+  return {
+    kind: 'status',
+    graphPhoneNumberId,
+    wamid,
+    status,
+    code: typeof code === 'number' ? code : typeof code === 'string' && /^\d+$/.test(code) ? Number(code) : null,
+    timestamp: unixTime(st.timestamp, now),
+  };
+}
+
+/**
+ * Every entry, change, message and status of one webhook POST, in payload order (batches are
+ * normal: several entries, several changes, several messages per change).
+ */
+export function parseWebhook(payload: unknown, now: Date): ParseResult {
+  const items: ParsedItem[] = [];
+  const skipped: string[] = [];
+  const root = obj(payload);
+  if (!root) return { items, skipped: ['payload is not an object'] };
+  if (root.object !== undefined && root.object !== 'whatsapp_business_account') skipped.push(`object ${String(root.object)}`);
+  for (const e of arr(root.entry)) {
+    const entry = obj(e);
+    if (!entry) continue;
+    const wabaId = str(entry.id) ?? '';
+    for (const c of arr(entry.changes)) {
+      const change = obj(c);
+      const value = obj(change?.value);
+      if (!change || !value) continue;
+      const field = str(change.field) ?? (value.messaging_product === 'whatsapp' ? 'messages' : '');
+      if (field === 'messages') {
+        const pnid = str(obj(value.metadata)?.phone_number_id);
+        if (!pnid) {
+          skipped.push('messages change without metadata.phone_number_id');
+          continue;
+        }
+        const profiles = new Map<string, string>();
+        for (const ct of arr(value.contacts)) {
+          const k = obj(ct);
+          const waId = str(k?.wa_id);
+          const name = str(obj(k?.profile)?.name);
+          if (waId && name) profiles.set(waId, name);
+        }
+        for (const m of arr(value.messages)) {
+          const msg = obj(m);
+          const parsed = msg ? parseMessage(pnid, msg, profiles, now) : null;
+          if (parsed) items.push(parsed);
+          else skipped.push('malformed message');
+        }
+        for (const s of arr(value.statuses)) {
+          const st = obj(s);
+          const parsed = st ? parseStatus(pnid, st, now) : null;
+          if (parsed) items.push(parsed);
+          else skipped.push(`status ${String(st?.status)}`);
+        }
+      } else if (field === 'message_template_status_update' || field === 'template_category_update') {
+        const isStatus = field === 'message_template_status_update';
+        items.push({
+          kind: 'template',
+          wabaId,
+          templateId: str(value.message_template_id) ?? null,
+          name: str(value.message_template_name) ?? null,
+          language: str(value.message_template_language) ?? null,
+          status: isStatus ? templateStatusFrom(value.event) : null,
+          category: (isStatus ? str(value.message_template_category) : str(value.new_category)) ?? null,
+        });
+      } else {
+        skipped.push(`field ${field || '(none)'}`);
+      }
+    }
+  }
+  return { items, skipped };
+}

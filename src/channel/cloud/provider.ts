@@ -1,0 +1,74 @@
+// The WhatsApp Cloud API provider (issue 5): sends through Graph's POST /{phone-number-id}/messages
+// with the number's own access token, and turns Graph's errors into ProviderErrors (api.md §7).
+// Never retried here: a timeout may still have sent the message (POST /messages is not idempotent).
+import type { PhoneNumberRow } from '../../db/types.js';
+import type { Services } from '../../services.js';
+import { type ChannelProvider, ProviderError, type SendRequest, type SendResult } from '../types.js';
+import { providerErrorFrom } from './errors.js';
+import { GraphClient } from './graph.js';
+import { buildSendBody, wamidFrom } from './payload.js';
+
+export interface CloudProviderOptions {
+  /** Defaults: GRAPH_API_URL, connect 5 s, whole request 15 s. */
+  baseUrl?: string;
+  connectTimeoutMs?: number;
+  timeoutMs?: number;
+}
+
+export const NOT_CONNECTED_REASON =
+  'el número no tiene completa su conexión con la API de WhatsApp Cloud (phoneNumberId y accessToken). Volvé a conectarlo con esos datos.';
+
+export class CloudProvider implements ChannelProvider {
+  readonly name = 'cloud' as const;
+  readonly graph: GraphClient;
+
+  constructor(
+    private readonly services: Services,
+    opts: CloudProviderOptions = {},
+  ) {
+    this.graph = new GraphClient({
+      baseUrl: opts.baseUrl ?? services.config.GRAPH_API_URL,
+      connectTimeoutMs: opts.connectTimeoutMs,
+      timeoutMs: opts.timeoutMs,
+    });
+  }
+
+  async send(req: SendRequest): Promise<SendResult> {
+    const { from } = req;
+    if (!from.cloud_phone_number_id || !from.cloud_access_token) throw new ProviderError('auth', NOT_CONNECTED_REASON);
+    const names = req.template ? (req.template.variableNames ?? (await this.variableNames(from, req.template.id))) : [];
+    const body = buildSendBody(req, names);
+    const log = this.services.log;
+    let res: unknown;
+    try {
+      res = await this.graph.call('POST', `${encodeURIComponent(from.cloud_phone_number_id)}/messages`, from.cloud_access_token, body);
+    } catch (err) {
+      const pe = providerErrorFrom(err);
+      log.warn({ messageId: req.messageId, phoneNumberId: from.id, kind: pe.kind, code: pe.code }, 'cloud send refused');
+      throw pe;
+    }
+    const wamid = wamidFrom(res);
+    if (!wamid) {
+      // Graph said 2xx without a message id: the message may or may not have left; do not guess.
+      log.error({ messageId: req.messageId, phoneNumberId: from.id }, 'cloud send answered without messages[0].id');
+      throw new ProviderError('temporary', 'Meta no devolvió el id del mensaje');
+    }
+    log.debug({ messageId: req.messageId, wamid }, 'cloud send accepted');
+    return { wamid };
+  }
+
+  /** Variable names of the template, in order (only needed when the send path did not pass them). */
+  private async variableNames(from: PhoneNumberRow, templateId: string): Promise<string[]> {
+    const row = await this.services.db
+      .selectFrom('templates')
+      .select('variables')
+      .where('id', '=', templateId)
+      .where('account_id', '=', from.account_id)
+      .executeTakeFirst();
+    return (row?.variables ?? []).map((v) => v.name);
+  }
+
+  async close(): Promise<void> {
+    await this.graph.close();
+  }
+}

@@ -1,0 +1,267 @@
+// Templates from the WhatsApp Business Account (issue 5): import with paging, and keep their
+// status current from message_template_status_update webhooks.
+import { sql } from 'kysely';
+import type { PhoneNumberRow, TemplateRow, TemplateVariable } from '../../db/types.js';
+import { ApiError } from '../../http/errors.js';
+import { newId } from '../../lib/ids.js';
+import type { Services } from '../../services.js';
+import { providerErrorFrom } from './errors.js';
+import type { GraphClient } from './graph.js';
+import { type ParsedTemplateUpdate, type TemplateStatus, templateStatusFrom } from './payload.js';
+
+/** One template as Graph lists it (GET /{waba-id}/message_templates). */
+export interface GraphTemplate {
+  id?: string;
+  name?: string;
+  language?: string;
+  status?: string;
+  category?: string;
+  parameter_format?: string;
+  components?: {
+    type?: string;
+    text?: string;
+    example?: { body_text?: string[][]; body_text_named_params?: { param_name?: string; example?: string }[] };
+  }[];
+}
+
+interface GraphTemplatePage {
+  data?: GraphTemplate[];
+  paging?: { cursors?: { before?: string; after?: string }; next?: string };
+}
+
+export interface MappedTemplate {
+  externalId: string | null;
+  name: string;
+  language: string;
+  category: string;
+  status: TemplateStatus | 'DELETED' | null;
+  body: string;
+  variables: TemplateVariable[];
+}
+
+const FIELDS = 'name,status,category,language,components,parameter_format';
+const PAGE_SIZE = 100;
+const MAX_PAGES = 200;
+const CATEGORIES = new Set(['MARKETING', 'UTILITY', 'AUTHENTICATION']);
+
+/** Variables of a BODY text: `{{1}}`-style (named `1`, `2`… in number order) or named (`{{first_name}}`, in order of appearance). */
+export function bodyVariables(text: string, example?: NonNullable<GraphTemplate['components']>[number]['example']): TemplateVariable[] {
+  const names: string[] = [];
+  for (const m of text.matchAll(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g)) if (!names.includes(m[1]!)) names.push(m[1]!);
+  const positional = names.length > 0 && names.every((n) => /^\d+$/.test(n));
+  if (positional) {
+    names.sort((a, b) => Number(a) - Number(b));
+    const examples = example?.body_text?.[0] ?? [];
+    return names.map((n) => ({ name: n, label: `Variable ${n}`, example: examples[Number(n) - 1] ?? '' }));
+  }
+  const named = new Map((example?.body_text_named_params ?? []).map((p) => [p.param_name ?? '', p.example ?? '']));
+  return names.map((n) => ({ name: n, label: n.replace(/_/g, ' '), example: named.get(n) ?? '' }));
+}
+
+export function mapGraphTemplate(t: GraphTemplate): MappedTemplate | null {
+  if (!t.name || !t.language) return null;
+  const bodyPart = (t.components ?? []).find((c) => (c.type ?? '').toUpperCase() === 'BODY');
+  const body = bodyPart?.text ?? '';
+  const category = (t.category ?? '').toUpperCase();
+  return {
+    externalId: t.id ? String(t.id) : null,
+    name: t.name,
+    language: t.language,
+    category: CATEGORIES.has(category) ? category : category || 'UTILITY',
+    status: templateStatusFrom(t.status),
+    body,
+    variables: bodyVariables(body, bodyPart?.example),
+  };
+}
+
+/** The template as the API shows it (decisions.md "Template"). */
+export const syncedTemplateView = (t: TemplateRow) => ({
+  id: t.id,
+  name: t.name,
+  category: t.category,
+  language: t.language,
+  status: t.status,
+  body: t.body,
+  variables: t.variables.map((v) => ({ name: v.name, label: v.label, example: v.example })),
+  externalId: t.external_id,
+  createdAt: t.created_at.toISOString(),
+  updatedAt: t.updated_at.toISOString(),
+});
+
+/** Every template of one WABA, following `paging.next` (only on Graph's own origin: the token goes with it). */
+export async function fetchWabaTemplates(graph: GraphClient, wabaId: string, token: string): Promise<GraphTemplate[]> {
+  const first = `${encodeURIComponent(wabaId)}/message_templates?fields=${FIELDS}&limit=${PAGE_SIZE}`;
+  const origin = new URL(graph.url(first)).origin;
+  const out: GraphTemplate[] = [];
+  let next: string | null = first;
+  for (let pages = 0; next && pages < MAX_PAGES; pages++) {
+    const page: GraphTemplatePage | null = await graph.call<GraphTemplatePage>('GET', next, token);
+    out.push(...(page?.data ?? []));
+    const nextUrl: string | undefined = page?.paging?.next;
+    const after: string | undefined = page?.paging?.cursors?.after;
+    if (nextUrl && safeNext(nextUrl, origin)) next = nextUrl;
+    else if (nextUrl && after) next = `${first}&after=${encodeURIComponent(after)}`;
+    else next = null;
+    if ((page?.data ?? []).length === 0) next = null;
+  }
+  return out;
+}
+
+function safeNext(url: string, origin: string): boolean {
+  try {
+    return new URL(url).origin === origin;
+  } catch {
+    return false;
+  }
+}
+
+export interface SyncResult {
+  imported: number;
+  updated: number;
+  templates: ReturnType<typeof syncedTemplateView>[];
+}
+
+/** POST /admin/v1/accounts/{id}/templates/sync: import every template of the account's WABAs. */
+export async function syncTemplates(s: Services, graph: GraphClient, accountId: string): Promise<SyncResult> {
+  const account = await s.db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst();
+  if (!account) throw new ApiError('account_not_found');
+  const numbers = await s.db
+    .selectFrom('phone_numbers')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('provider', '=', 'cloud')
+    .where('cloud_waba_id', 'is not', null)
+    .where('cloud_access_token', 'is not', null)
+    .orderBy('id')
+    .execute();
+  if (numbers.length === 0) throw new ApiError('cloud_no_number');
+
+  // One fetch per WABA (several numbers may share one), outside any transaction.
+  const byWaba = new Map<string, PhoneNumberRow>();
+  for (const n of numbers) if (!byWaba.has(n.cloud_waba_id!)) byWaba.set(n.cloud_waba_id!, n);
+  const fetched: MappedTemplate[] = [];
+  for (const [wabaId, n] of byWaba) {
+    let list: GraphTemplate[];
+    try {
+      list = await fetchWabaTemplates(graph, wabaId, n.cloud_access_token!);
+    } catch (err) {
+      const pe = providerErrorFrom(err);
+      s.log.warn({ accountId, wabaId, code: pe.code, kind: pe.kind }, 'cloud template sync failed');
+      throw new ApiError('cloud_sync_failed', { params: { reason: pe.reason } });
+    }
+    for (const t of list) {
+      const m = mapGraphTemplate(t);
+      if (m) fetched.push(m);
+    }
+  }
+
+  const now = s.clock.now();
+  let imported = 0;
+  let updated = 0;
+  const rows = await s.db.transaction().execute(async (trx) => {
+    // One sync per account at a time: two would race on the (account, name, language) index.
+    await sql`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`.execute(trx);
+    const out: TemplateRow[] = [];
+    for (const m of fetched) {
+      const existing =
+        (m.externalId
+          ? await trx
+              .selectFrom('templates')
+              .selectAll()
+              .where('account_id', '=', accountId)
+              .where('external_id', '=', m.externalId)
+              .where('deleted_at', 'is', null)
+              .executeTakeFirst()
+          : undefined) ??
+        (await trx
+          .selectFrom('templates')
+          .selectAll()
+          .where('account_id', '=', accountId)
+          .where('name', '=', m.name)
+          .where('language', '=', m.language)
+          .where('deleted_at', 'is', null)
+          .executeTakeFirst());
+      if (m.status === 'DELETED') {
+        if (existing) await trx.updateTable('templates').set({ deleted_at: now, updated_at: now }).where('id', '=', existing.id).execute();
+        continue;
+      }
+      if (existing) {
+        const row = await trx
+          .updateTable('templates')
+          .set({
+            external_id: m.externalId ?? existing.external_id,
+            category: m.category,
+            status: m.status ?? existing.status,
+            body: m.body,
+            variables: JSON.stringify(m.variables),
+            updated_at: now,
+          })
+          .where('id', '=', existing.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        updated += 1;
+        out.push(row);
+      } else {
+        const row = await trx
+          .insertInto('templates')
+          .values({
+            id: newId(),
+            account_id: accountId,
+            name: m.name,
+            category: m.category,
+            language: m.language,
+            body: m.body,
+            variables: JSON.stringify(m.variables),
+            status: m.status ?? 'PENDING',
+            external_id: m.externalId,
+            created_at: now,
+            updated_at: now,
+          })
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        imported += 1;
+        out.push(row);
+      }
+    }
+    return out;
+  });
+  s.log.info({ accountId, imported, updated }, 'cloud templates synced');
+  return { imported, updated, templates: rows.map(syncedTemplateView) };
+}
+
+/**
+ * A message_template_status_update (or template_category_update) webhook: updates the template of
+ * every account whose cloud number belongs to that WABA, by Meta's id or else by name + language.
+ * Returns how many templates changed.
+ */
+export async function applyTemplateUpdate(s: Services, accountIds: string[], u: ParsedTemplateUpdate): Promise<number> {
+  if (accountIds.length === 0 || (u.status === null && u.category === null)) return 0;
+  if (!u.templateId && !(u.name && u.language)) return 0;
+  const now = s.clock.now();
+  const set: Record<string, unknown> = { updated_at: now };
+  if (u.status === 'DELETED') set.deleted_at = now;
+  else if (u.status) set.status = u.status;
+  if (u.category && CATEGORIES.has(u.category.toUpperCase())) set.category = u.category.toUpperCase();
+  if (u.templateId) set.external_id = u.templateId;
+  const res = await s.db
+    .updateTable('templates')
+    .set(set)
+    .where('account_id', 'in', accountIds)
+    .where('deleted_at', 'is', null)
+    .where((eb) => {
+      const byId = u.templateId ? [eb('external_id', '=', u.templateId)] : [];
+      const byName =
+        u.name && u.language
+          ? [
+              eb.and([
+                eb('name', '=', u.name),
+                eb('language', '=', u.language),
+                u.templateId ? eb('external_id', 'is', null) : eb.lit(true),
+              ]),
+            ]
+          : [];
+      return eb.or([...byId, ...byName]);
+    })
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows ?? 0);
+}

@@ -1,0 +1,59 @@
+// The one place that reads process.env (operator-api.md, "Configuration").
+import { z } from 'zod';
+
+const onOff = z.enum(['on', 'off', 'true', 'false', '1', '0']).transform((v) => v === 'on' || v === 'true' || v === '1');
+
+const schedule = z
+  .string()
+  .regex(/^\d+(\.\d+)?(,\d+(\.\d+)?)*$/, 'a comma-separated list of seconds')
+  .transform((s) => s.split(',').map(Number));
+
+const ConfigSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().default('127.0.0.1'),
+  DATABASE_URL: z.string().optional(),
+  DATA_DIR: z.string().default('./data'),
+  REDIS_URL: z.string().optional(),
+  ADMIN_TOKEN: z.string().min(16).optional(),
+  CHANNEL_PROVIDER: z.enum(['sandbox', 'cloud']).default('sandbox'),
+  GRAPH_API_URL: z.string().url().default('https://graph.facebook.com/v21.0'),
+  SANDBOX_AUTO_STATUS: onOff.default(true),
+  TRUST_PROXY: z.string().optional(),
+  WEBHOOK_RETRY_SCHEDULE: schedule.default([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),
+  SEED_DEMO: onOff.optional(),
+  NODE_ENV: z.string().default('development'),
+  ALLOW_PRIVATE_WEBHOOKS: onOff.optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Config = z.infer<typeof ConfigSchema> & {
+  /** Which database the URL selects: embedded on disk, embedded in memory, or PostgreSQL. */
+  database: { kind: 'pglite'; dataDir: string } | { kind: 'memory' } | { kind: 'postgres'; url: string };
+  /** Private/loopback webhook URLs allowed (tests, sandbox) or refused (SSRF guard). */
+  allowPrivateWebhooks: boolean;
+  trustProxy: boolean;
+  seedDemo: boolean;
+};
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = ConfigSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`Invalid configuration: ${problems}`);
+  }
+  const c = parsed.data;
+  const url = c.DATABASE_URL;
+  const database: Config['database'] =
+    !url || url.startsWith('pglite://') || url.startsWith('file://')
+      ? { kind: 'pglite', dataDir: url ? url.replace(/^(pglite|file):\/\//, '') : `${c.DATA_DIR}/pglite` }
+      : url === 'memory://'
+        ? { kind: 'memory' }
+        : { kind: 'postgres', url };
+  return {
+    ...c,
+    database,
+    allowPrivateWebhooks: c.ALLOW_PRIVATE_WEBHOOKS ?? c.NODE_ENV !== 'production',
+    trustProxy: c.TRUST_PROXY !== undefined && !['0', 'false', 'off'].includes(c.TRUST_PROXY),
+    seedDemo: c.SEED_DEMO ?? database.kind !== 'postgres',
+  };
+}

@@ -1,0 +1,170 @@
+// Contacts (api.md §2 "Contact", §4 POST /contacts): one per account and canonical phone.
+import { sql } from 'kysely';
+import type { Executor, Trx } from '../db/index.js';
+import type { AccountRow, ContactRow } from '../db/types.js';
+import { ApiError } from '../http/errors.js';
+import { newId } from '../lib/ids.js';
+import { effectiveLimits, suggestPlan } from '../limits/plans.js';
+
+export interface ContactView {
+  id: string;
+  phone: string | null;
+  name: string;
+  attributes: Record<string, string>;
+  optedOut: boolean;
+  marketingOptOut: boolean;
+  createdAt: string;
+  updatedAt: string;
+  socialchat?: string;
+}
+
+export function contactView(c: ContactRow): ContactView {
+  return {
+    id: c.id,
+    phone: c.phone,
+    name: c.name,
+    attributes: c.attributes,
+    optedOut: c.opted_out,
+    marketingOptOut: c.marketing_opt_out,
+    createdAt: c.created_at.toISOString(),
+    updatedAt: c.updated_at.toISOString(),
+    ...(c.socialchat_id ? { socialchat: c.socialchat_id } : {}),
+  };
+}
+
+export async function getContact(db: Executor, accountId: string, id: string): Promise<ContactRow> {
+  const row = await db.selectFrom('contacts').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  if (!row) throw new ApiError('contact_not_found');
+  return row;
+}
+
+export const findContactByPhone = (db: Executor, accountId: string, phone: string) =>
+  db.selectFrom('contacts').selectAll().where('account_id', '=', accountId).where('phone', '=', phone).executeTakeFirst();
+
+/**
+ * Checks the plan's contact limit before creating one more (api.md §7: 402 only when creating).
+ * Locks the account row so concurrent creations cannot pass the limit together.
+ */
+export async function assertContactRoom(trx: Trx, account: AccountRow): Promise<void> {
+  const limit = effectiveLimits(account.plan, account.limits).contacts;
+  if (limit === null) return;
+  await sql`SELECT id FROM accounts WHERE id = ${account.id} FOR UPDATE`.execute(trx);
+  const { n } = await trx
+    .selectFrom('contacts')
+    .select(sql<number>`count(*)::int`.as('n'))
+    .where('account_id', '=', account.id)
+    .executeTakeFirstOrThrow();
+  if (n >= limit) {
+    throw new ApiError('contact_limit', {
+      params: { limit },
+      cause: {
+        type: 'upgrade',
+        reason: 'limit',
+        resource: 'contacts',
+        plan: account.plan,
+        limit,
+        used: n,
+        suggested: suggestPlan('contacts', n),
+      },
+    });
+  }
+}
+
+/** Registers attribute keys the account did not have as text fields (api.md §4). */
+export async function rememberFields(trx: Executor, accountId: string, keys: string[], now: Date): Promise<void> {
+  if (keys.length === 0) return;
+  await trx
+    .insertInto('contact_fields')
+    .values(keys.map((key) => ({ account_id: accountId, key, created_at: now })))
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+}
+
+export interface UpsertInput {
+  phone: string;
+  name?: string;
+  attributes?: Record<string, string>;
+}
+
+/**
+ * Creates or updates by canonical phone inside `trx`: attributes merged (only sent keys change),
+ * name replaced only when sent. `created` tells 201 from 200.
+ */
+export async function upsertContact(
+  trx: Trx,
+  account: AccountRow,
+  input: UpsertInput,
+  now: Date,
+): Promise<{ contact: ContactRow; created: boolean }> {
+  const attrs = input.attributes ?? {};
+  const existing = await trx
+    .selectFrom('contacts')
+    .selectAll()
+    .where('account_id', '=', account.id)
+    .where('phone', '=', input.phone)
+    .forUpdate()
+    .executeTakeFirst();
+  let created = false;
+  let contact: ContactRow;
+  if (existing) {
+    contact = await trx
+      .updateTable('contacts')
+      .set({
+        ...(input.name !== undefined ? { name: input.name } : {}),
+        attributes: sql`attributes || ${JSON.stringify(attrs)}::jsonb`,
+        updated_at: now,
+      })
+      .where('id', '=', existing.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  } else {
+    await assertContactRoom(trx, account);
+    const row = await trx
+      .insertInto('contacts')
+      .values({
+        id: newId(),
+        account_id: account.id,
+        phone: input.phone,
+        name: input.name ?? '',
+        attributes: JSON.stringify(attrs),
+        created_at: now,
+        updated_at: now,
+      })
+      // A concurrent request may have created the same phone since our read: update it instead.
+      .onConflict((oc) =>
+        oc
+          .columns(['account_id', 'phone'])
+          .where('phone', 'is not', null)
+          .doUpdateSet({
+            ...(input.name !== undefined ? { name: input.name } : {}),
+            attributes: sql`contacts.attributes || excluded.attributes`,
+            updated_at: now,
+          }),
+      )
+      .returningAll()
+      .returning(sql<boolean>`(xmax = 0)`.as('inserted'))
+      .executeTakeFirstOrThrow();
+    const { inserted, ...rest } = row;
+    contact = rest;
+    created = inserted;
+  }
+  await rememberFields(trx, account.id, Object.keys(attrs), now);
+  return { contact, created };
+}
+
+/**
+ * The contact a send goes to: existing, or created silently (no contact.created) under the
+ * contact limit (api.md §4 POST /messages).
+ */
+export async function contactForSend(trx: Trx, account: AccountRow, phone: string, now: Date): Promise<ContactRow> {
+  const existing = await findContactByPhone(trx, account.id, phone);
+  if (existing) return existing;
+  await assertContactRoom(trx, account);
+  const row = await trx
+    .insertInto('contacts')
+    .values({ id: newId(), account_id: account.id, phone, created_at: now, updated_at: now })
+    .onConflict((oc) => oc.columns(['account_id', 'phone']).where('phone', 'is not', null).doUpdateSet({ updated_at: now }))
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return row;
+}

@@ -1,0 +1,333 @@
+// Table types for Kysely, mirroring migrations/*.sql (snake_case, as the database names them).
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+type Ts = ColumnType<Date, Date | string, Date | string>;
+type TsDefault = ColumnType<Date, Date | string | undefined, Date | string>;
+type Json<T> = ColumnType<T, string | T, string | T>;
+type JsonDefault<T> = ColumnType<T, string | T | undefined, string | T>;
+/** numeric comes back as text from both drivers. */
+type Numeric = ColumnType<string, number | string, number | string>;
+
+export type By = { id: string; name: string };
+
+export interface AccountsTable {
+  id: string;
+  name: string;
+  plan: string;
+  limits: JsonDefault<Record<string, number | null>>;
+  created_at: TsDefault;
+  updated_at: TsDefault;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  account_id: string;
+  name: string;
+  key_hash: string;
+  prefix: string;
+  created_at: TsDefault;
+  revoked_at: Ts | null;
+}
+
+export interface PhoneNumbersTable {
+  id: string;
+  account_id: string;
+  phone: string;
+  name: string | null;
+  provider: string;
+  status: Generated<string>;
+  is_default: Generated<boolean>;
+  cloud_phone_number_id: string | null;
+  cloud_waba_id: string | null;
+  cloud_access_token: string | null;
+  cloud_app_secret: string | null;
+  cloud_verify_token: string | null;
+  created_at: TsDefault;
+}
+
+export interface ContactsTable {
+  id: string;
+  account_id: string;
+  phone: string | null;
+  socialchat_id: string | null;
+  name: Generated<string>;
+  attributes: JsonDefault<Record<string, string>>;
+  opted_out: Generated<boolean>;
+  marketing_opt_out: Generated<boolean>;
+  created_at: TsDefault;
+  updated_at: TsDefault;
+}
+
+export interface ContactFieldsTable {
+  account_id: string;
+  key: string;
+  type: Generated<string>;
+  created_at: TsDefault;
+}
+
+export interface TemplateVariable {
+  name: string;
+  label: string;
+  example: string;
+}
+
+export interface TemplatesTable {
+  id: string;
+  account_id: string;
+  name: string;
+  category: string;
+  language: Generated<string>;
+  body: string;
+  variables: JsonDefault<TemplateVariable[]>;
+  status: Generated<string>;
+  external_id: string | null;
+  created_at: TsDefault;
+  updated_at: TsDefault;
+  deleted_at: Ts | null;
+}
+
+export interface ConversationsTable {
+  id: string;
+  account_id: string;
+  contact_id: string;
+  phone_number_id: string | null;
+  channel: Generated<string>;
+  last_inbound_at: Ts | null;
+  created_at: TsDefault;
+}
+
+export interface CampaignsTable {
+  id: string;
+  account_id: string;
+  name: string;
+  status: Generated<string>;
+  template_id: string | null;
+  phone_number_id: string | null;
+  variables: JsonDefault<Record<string, string>>;
+  audience: JsonDefault<{ attributes?: Record<string, string> }>;
+  recipients: Generated<number>;
+  sent: Generated<number>;
+  delivered: Generated<number>;
+  read: Generated<number>;
+  failed: Generated<number>;
+  scheduled_at: Ts | null;
+  started_at: Ts | null;
+  completed_at: Ts | null;
+  created_at: TsDefault;
+}
+
+export interface MessagesTable {
+  id: string;
+  account_id: string;
+  conversation_id: string;
+  contact_id: string;
+  phone_number_id: string | null;
+  direction: 'outbound' | 'inbound';
+  type: string;
+  text: string | null;
+  template_id: string | null;
+  template_name: string | null;
+  template_variables: Json<Record<string, string>> | null;
+  to_phone: string | null;
+  wamid: string | null;
+  status: string;
+  code: number | null;
+  error: string | null;
+  campaign_id: string | null;
+  source: Generated<string>;
+  provider_timestamp: Ts | null;
+  sent_at: Ts | null;
+  delivered_at: Ts | null;
+  read_at: Ts | null;
+  failed_at: Ts | null;
+  created_at: TsDefault;
+  updated_at: TsDefault;
+}
+
+export interface EarlyStatusesTable {
+  wamid: string;
+  status: string;
+  code: number | null;
+  reported_at: Ts;
+  created_at: TsDefault;
+}
+
+export interface PipelinesTable {
+  id: string;
+  account_id: string;
+  name: string;
+  inactivity_hours: Generated<number>;
+  stale_days: Generated<number>;
+  is_default: Generated<boolean>;
+  created_at: TsDefault;
+}
+
+export interface StagesTable {
+  id: string;
+  pipeline_id: string;
+  name: string;
+  kind: 'open' | 'won' | 'lost';
+  position: number;
+}
+
+export interface CasesTable {
+  id: string;
+  account_id: string;
+  conversation_id: string;
+  contact_id: string;
+  pipeline_id: string | null;
+  stage_id: string | null;
+  stage_entered_at: Ts | null;
+  stage_amount: Numeric | null;
+  stage_fields: JsonDefault<Record<string, unknown>>;
+  status: Generated<string>;
+  opened_at: Ts;
+  last_inbound_at: Ts;
+  closed_at: Ts | null;
+  close_reason: string | null;
+  closed_by: Json<By> | null;
+  reason_id: string | null;
+  reason: string | null;
+  subreason_id: string | null;
+  subreason: string | null;
+  reason_source: string | null;
+  reason_status: Generated<string>;
+  reason_confidence: number | null;
+  reason_set_by: Json<By> | null;
+  reason_set_at: Ts | null;
+  handled_by: Generated<string>;
+  agent_id: string | null;
+  agent_name: string | null;
+  handed_off_at: Ts | null;
+  goal_at: Ts | null;
+  inactivity_hours: Generated<number>;
+  ad: Json<{ id: string; headline: string; sourceUrl: string }> | null;
+  score: number | null;
+  score_detail: Json<{ question: string; weight: number; probability: number }[]> | null;
+  outcome: string | null;
+  outcome_amount: Numeric | null;
+  outcome_currency: string | null;
+  outcome_note: string | null;
+  outcome_source: string | null;
+  outcome_by: Json<By> | null;
+  outcome_at: Ts | null;
+  outcome_external_id: string | null;
+  created_at: TsDefault;
+  updated_at: TsDefault;
+}
+
+export interface WebhooksTable {
+  id: string;
+  account_id: string;
+  url: string;
+  events: string[] | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Ts | null;
+  enabled: Generated<boolean>;
+  disabled_reason: string | null;
+  failing_since: Ts | null;
+  deleted_at: Ts | null;
+  created_at: TsDefault;
+  updated_at: TsDefault;
+}
+
+export interface EventsTable {
+  id: string;
+  account_id: string;
+  kind: string;
+  data: Json<Record<string, unknown>>;
+  test: Generated<boolean>;
+  created_at: TsDefault;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  event_id: string;
+  webhook_id: string;
+  account_id: string;
+  status: Generated<string>;
+  skip_reason: string | null;
+  attempts: Generated<number>;
+  next_attempt_at: Ts | null;
+  lease_until: Ts | null;
+  last_attempt_at: Ts | null;
+  last_status_code: number | null;
+  created_at: TsDefault;
+  updated_at: TsDefault;
+}
+
+export interface WebhookAttemptsTable {
+  id: string;
+  delivery_id: string;
+  attempt_number: number;
+  trigger: 'scheduled' | 'manual';
+  status_code: number | null;
+  duration_ms: number;
+  response_excerpt: string | null;
+  error: string | null;
+  created_at: TsDefault;
+}
+
+export interface UsageCountersTable {
+  account_id: string;
+  period_start: Ts;
+  resource: string;
+  count: ColumnType<string, number | string | undefined, number | string>;
+}
+
+export interface IdempotencyKeysTable {
+  account_id: string;
+  key: string;
+  route: string;
+  request_hash: string;
+  state: Generated<string>;
+  response_status: number | null;
+  response_body: Json<unknown> | null;
+  created_at: TsDefault;
+}
+
+export interface SettingsTable {
+  key: string;
+  value: string;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  phone_numbers: PhoneNumbersTable;
+  contacts: ContactsTable;
+  contact_fields: ContactFieldsTable;
+  templates: TemplatesTable;
+  conversations: ConversationsTable;
+  campaigns: CampaignsTable;
+  messages: MessagesTable;
+  early_statuses: EarlyStatusesTable;
+  pipelines: PipelinesTable;
+  stages: StagesTable;
+  cases: CasesTable;
+  webhooks: WebhooksTable;
+  events: EventsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+  usage_counters: UsageCountersTable;
+  idempotency_keys: IdempotencyKeysTable;
+  settings: SettingsTable;
+}
+
+export type AccountRow = Selectable<AccountsTable>;
+export type ApiKeyRow = Selectable<ApiKeysTable>;
+export type PhoneNumberRow = Selectable<PhoneNumbersTable>;
+export type ContactRow = Selectable<ContactsTable>;
+export type TemplateRow = Selectable<TemplatesTable>;
+export type ConversationRow = Selectable<ConversationsTable>;
+export type CampaignRow = Selectable<CampaignsTable>;
+export type MessageRow = Selectable<MessagesTable>;
+export type PipelineRow = Selectable<PipelinesTable>;
+export type StageRow = Selectable<StagesTable>;
+export type CaseRow = Selectable<CasesTable>;
+export type WebhookRow = Selectable<WebhooksTable>;
+export type EventRow = Selectable<EventsTable>;
+export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
+export type NewMessage = Insertable<MessagesTable>;
+export type CaseUpdate = Updateable<CasesTable>;

@@ -1,0 +1,67 @@
+// The guard pipeline of every /api/v1 request, in the order of decisions.md ("Errors"):
+// IP block (429) → key (401) → plan (402) → minute caps (429) → monthly quota (429).
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { AuthContext } from '../keys/service.js';
+import { planHasApi } from '../limits/plans.js';
+import type { Services } from '../services.js';
+import { ApiError } from './errors.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the guards on every authenticated /api/v1 request. */
+    auth: AuthContext;
+    /** The request passed the caps and quota: it counts as an API call (api.md §8). */
+    countsAsCall: boolean;
+  }
+}
+
+export function bearer(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m?.[1];
+}
+
+/** The caller's IP: the socket's, or the first X-Forwarded-For hop when TRUST_PROXY is set. */
+export function clientIp(req: FastifyRequest, trustProxy: boolean): string {
+  if (trustProxy) {
+    const xff = req.headers['x-forwarded-for'];
+    const first = (Array.isArray(xff) ? xff[0] : xff)?.split(',')[0]?.trim();
+    if (first) return first;
+  }
+  return req.socket.remoteAddress ?? 'unknown';
+}
+
+export function installPublicGuards(app: FastifyInstance, services: Services): void {
+  app.decorateRequest('auth', null as unknown as AuthContext);
+  app.decorateRequest('countsAsCall', false);
+
+  app.addHook('onRequest', async (req, reply) => {
+    const ip = clientIp(req, services.config.trustProxy);
+    if (await services.limiter.ipBlocked(ip)) throw new ApiError('ip_blocked');
+
+    const auth = await services.auth.authenticate(bearer(req.headers.authorization));
+    if (!auth) {
+      await services.limiter.invalidKey(ip);
+      throw new ApiError('unauthorized');
+    }
+    req.auth = auth;
+    const { account } = auth;
+    if (!planHasApi(account.plan)) {
+      req.countsAsCall = true;
+      throw new ApiError('plan_without_api', {
+        params: { plan: account.plan },
+        cause: { type: 'upgrade', reason: 'plan', resource: 'api', plan: account.plan, limit: null, used: null, suggested: 'escala' },
+      });
+    }
+
+    const isSend = req.method === 'POST' && req.routeOptions.url === '/api/v1/messages';
+    const outcome = await services.limiter.admit({ accountId: account.id, plan: account.plan, limits: auth.limits }, { message: isSend });
+    for (const [k, v] of Object.entries(outcome.headers)) reply.header(k, v);
+    if (outcome.error) throw outcome.error;
+    req.countsAsCall = true;
+  });
+
+  app.addHook('onResponse', async (req) => {
+    if (req.countsAsCall) services.usage.countApiCall(req.auth.account.id);
+  });
+}

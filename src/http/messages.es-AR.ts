@@ -1,0 +1,161 @@
+// The one catalogue of client-facing texts (api.md §7: Argentine Spanish, shown as they are).
+// Each code has its HTTP status; texts are short and say what to do.
+type Text = string | ((p: Record<string, string | number>) => string);
+
+export const catalogue = {
+  // 400 / 413 / 415 / 404 of the HTTP layer
+  validation: { status: 400, text: 'Revisá los datos enviados.' },
+  invalid_json: { status: 400, text: 'El cuerpo no es JSON válido. Revisá la sintaxis y probá de nuevo.' },
+  body_too_large: { status: 413, text: 'El cuerpo supera 1 MiB. Enviá menos datos por pedido.' },
+  unsupported_media_type: { status: 415, text: 'Enviá el cuerpo como JSON con Content-Type: application/json.' },
+  route_not_found: { status: 404, text: 'Esa ruta no existe. Revisá el método y la dirección.' },
+  method_not_allowed: { status: 405, text: 'Ese método no está permitido en esta ruta.' },
+  // 401 / 402
+  unauthorized: { status: 401, text: 'Falta la clave de API o no es válida. Revisá el encabezado Authorization: Bearer etk_live_…' },
+  admin_unauthorized: { status: 401, text: 'Falta el token de operador o no es válido. Revisá el encabezado Authorization.' },
+  plan_without_api: {
+    status: 402,
+    text: (p) => `Tu plan (${p.plan}) no incluye la API ni los webhooks. Pasá al plan escala o enterprise para usarlos.`,
+  },
+  contact_limit: {
+    status: 402,
+    text: (p) => `Llegaste al límite de ${p.limit} contactos de tu plan. Mejorá el plan o borrá contactos para agregar nuevos.`,
+  },
+  api_key_limit: {
+    status: 402,
+    text: (p) => `Llegaste al máximo de ${p.limit} claves de API de tu plan. Revocá una que no uses o mejorá el plan.`,
+  },
+  webhook_limit: {
+    status: 402,
+    text: (p) => `Llegaste al máximo de ${p.limit} URLs de webhook de tu plan. Borrá una o mejorá el plan.`,
+  },
+  // 404
+  not_found: { status: 404, text: 'No encontramos ese recurso en tu cuenta.' },
+  account_not_found: { status: 404, text: 'No existe esa cuenta.' },
+  contact_not_found: { status: 404, text: 'No encontramos ese contacto en tu cuenta.' },
+  template_not_found: { status: 404, text: 'No encontramos esa plantilla en tu cuenta: puede que la hayan borrado. Revisá el id.' },
+  message_not_found: { status: 404, text: 'No encontramos ese mensaje en tu cuenta. Revisá el id.' },
+  campaign_not_found: { status: 404, text: 'No encontramos esa campaña en tu cuenta.' },
+  pipeline_not_found: { status: 404, text: 'No encontramos ese embudo en tu cuenta.' },
+  stage_not_found: { status: 404, text: 'No encontramos esa etapa en el embudo del caso.' },
+  case_not_found: { status: 404, text: 'No encontramos ese caso en tu cuenta.' },
+  key_not_found: { status: 404, text: 'No existe esa clave de API en la cuenta.' },
+  phone_number_not_found: { status: 404, text: 'No existe ese número en la cuenta.' },
+  webhook_not_found: { status: 404, text: 'No existe ese webhook en la cuenta.' },
+  delivery_not_found: { status: 404, text: 'No existe esa entrega de webhook.' },
+  job_not_found: { status: 404, text: 'No existe esa tarea. Las tareas son case-timeouts, campaigns y webhooks.' },
+  // WhatsApp Cloud API receiver and template sync (src/channel/cloud)
+  cloud_signature_invalid: {
+    status: 401,
+    text: 'La firma X-Hub-Signature-256 no coincide. Revisá que el app secret cargado en el número sea el de la app de Meta.',
+  },
+  cloud_verify_refused: {
+    status: 403,
+    text: 'El verify token no coincide con el de ningún número conectado. Revisá el valor en la configuración del webhook de la app de Meta.',
+  },
+  cloud_no_number: {
+    status: 409,
+    text: 'La cuenta no tiene números conectados a la API de WhatsApp Cloud. Conectá uno con provider cloud y probá de nuevo.',
+  },
+  cloud_sync_failed: { status: 502, text: (p) => `No pudimos traer las plantillas de WhatsApp: ${p.reason}` },
+  // 409
+  window_closed: {
+    status: 409,
+    text: 'Pasaron más de 24 horas desde el último mensaje del contacto: el texto libre no está permitido. Usá una plantilla aprobada.',
+  },
+  template_not_approved: {
+    status: 409,
+    text: (p) => `La plantilla "${p.name}" todavía no está aprobada (estado ${p.status}). Esperá la aprobación o usá otra.`,
+  },
+  phone_number_unknown: { status: 409, text: 'No hay un número conectado con ese phoneNumberId. Revisá el id en GET /me.' },
+  phone_number_disconnected: { status: 409, text: 'El número de envío está desconectado. Volvé a conectarlo desde la app.' },
+  no_connected_number: { status: 409, text: 'Tu cuenta no tiene un número conectado. Conectá uno desde la app para enviar.' },
+  contact_opted_out: { status: 409, text: 'El contacto pidió no recibir más mensajes.' },
+  case_closed: { status: 409, text: 'El caso ya está cerrado.' },
+  idempotency_in_progress: {
+    status: 409,
+    text: 'Hay un pedido con la misma Idempotency-Key que todavía se está procesando. Esperá su respuesta y probá de nuevo.',
+  },
+  conflict: { status: 409, text: 'El recurso cambió mientras lo procesábamos. Probá de nuevo.' },
+  // 422
+  idempotency_mismatch: {
+    status: 422,
+    text: 'Esa Idempotency-Key ya se usó con otro cuerpo. Usá una clave nueva para un pedido distinto.',
+  },
+  // 429
+  rate_limited_requests: {
+    status: 429,
+    text: (p) => `Superaste el límite de ${p.limit} pedidos por minuto. Esperá un minuto y probá de nuevo.`,
+  },
+  rate_limited_messages: {
+    status: 429,
+    text: (p) => `Superaste el límite de ${p.limit} mensajes por minuto. Esperá un minuto antes de enviar más.`,
+  },
+  quota_api_calls: {
+    status: 429,
+    text: (p) => `Usaste las ${p.limit} llamadas a la API de este mes. Mejorá el plan o esperá al día 1.`,
+  },
+  ip_blocked: {
+    status: 429,
+    text: 'Demasiados pedidos con claves inválidas desde tu dirección IP. Esperá un minuto y revisá la clave.',
+  },
+  // 5xx
+  provider_rejected: {
+    status: 502,
+    text: (p) => `El proveedor del canal rechazó el mensaje: ${p.reason}`,
+  },
+  provider_temporary: {
+    status: 502,
+    text: (p) => `El proveedor del canal no pudo aceptar el mensaje por ahora (${p.reason}). Probá de nuevo en unos minutos.`,
+  },
+  // 409 from the provider (messages: ProviderError kinds window/template)
+  provider_window: {
+    status: 409,
+    text: (p) => `El proveedor del canal no permite texto libre ahora (${p.reason}). Usá una plantilla aprobada.`,
+  },
+  provider_template: {
+    status: 409,
+    text: (p) => `El proveedor del canal no acepta la plantilla (${p.reason}). Revisala en la app.`,
+  },
+  // 400 problems of POST /messages and the sandbox that zod cannot express (used with invalid())
+  send_text_or_template: { status: 400, text: 'Enviá text (texto libre) o template (plantilla aprobada): uno de los dos.' },
+  send_not_both: { status: 400, text: 'Enviá text o template, no los dos a la vez.' },
+  text_blank: { status: 400, text: 'El texto está vacío. Escribí el mensaje que querés enviar.' },
+  inbound_from_or_socialchat: { status: 400, text: 'Enviá from (teléfono) o socialchat (usuario de la red social): uno de los dos.' },
+  inbound_text_required: { status: 400, text: 'Un mensaje de tipo text necesita text.' },
+  timestamp_future: { status: 400, text: 'La fecha no puede estar en el futuro. Mandá la hora en que el cliente escribió.' },
+  database_unavailable: {
+    status: 503,
+    text: 'El servicio no puede llegar a su base de datos en este momento. Probá de nuevo en unos segundos.',
+  },
+  internal: { status: 500, text: 'Ocurrió un error inesperado de nuestro lado. Probá de nuevo; si sigue, escribinos con el requestId.' },
+} as const satisfies Record<string, { status: number; text: Text }>;
+
+export type ErrorCode = keyof typeof catalogue;
+
+/** Spanish descriptions of the channel provider's numeric codes (GET /messages/{id} `error`). */
+const providerCodes: Record<number, string> = {
+  131026: 'No se pudo entregar el mensaje: el número no tiene WhatsApp o no puede recibirlo.',
+  131050: 'El destinatario dejó de aceptar mensajes de marketing de tu empresa.',
+  131047: 'Pasaron más de 24 horas desde el último mensaje del contacto: usá una plantilla.',
+  131049: 'El proveedor no entregó el mensaje de marketing para cuidar la experiencia del destinatario. Probá más adelante.',
+  131030: 'El número de destino no está habilitado para recibir mensajes de esta cuenta.',
+  131031: 'La cuenta de WhatsApp Business está bloqueada. Revisala en el administrador de Meta.',
+  131042: 'Hay un problema con el método de pago de la cuenta de WhatsApp Business.',
+  131051: 'El tipo de mensaje no es compatible.',
+  131056: 'Demasiados mensajes al mismo número en poco tiempo. Esperá antes de volver a enviar.',
+  132001: 'La plantilla no existe en el proveedor o no está aprobada en ese idioma.',
+  132015: 'La plantilla está pausada por baja calidad.',
+  132016: 'La plantilla está deshabilitada por baja calidad.',
+  131000: 'El proveedor tuvo un error al procesar el mensaje. Probá de nuevo.',
+};
+
+export const providerCodeText = (code: number | null): string =>
+  code === null
+    ? 'El proveedor no pudo entregar el mensaje.'
+    : (providerCodes[code] ?? `El proveedor no pudo entregar el mensaje (código ${code}).`);
+
+export function textFor(code: ErrorCode, params: Record<string, string | number> = {}): string {
+  const t: Text = catalogue[code].text;
+  return typeof t === 'function' ? t(params) : t;
+}

@@ -1,0 +1,130 @@
+// API keys (api.md §5): `etk_live_` + 40 random base64url characters, stored only as SHA-256.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Db, Executor } from '../db/index.js';
+import type { AccountRow } from '../db/types.js';
+import { ApiError } from '../http/errors.js';
+import { newId } from '../lib/ids.js';
+import { effectiveLimits, type Limits, suggestPlan } from '../limits/plans.js';
+
+export const KEY_PREFIX = 'etk_live_';
+const KEY_RE = /^etk_live_[A-Za-z0-9_-]{32,128}$/;
+
+export const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex');
+
+export function generateKey(): string {
+  return KEY_PREFIX + randomBytes(30).toString('base64url');
+}
+
+export const keyView = (k: { id: string; name: string; prefix: string; created_at: Date; revoked_at: Date | null }) => ({
+  id: k.id,
+  name: k.name,
+  prefix: k.prefix,
+  createdAt: k.created_at.toISOString(),
+  revokedAt: k.revoked_at ? k.revoked_at.toISOString() : null,
+});
+
+/** Creates a key; at the plan's maximum of valid keys answers 402 (api.md §8). */
+export async function createKey(db: Db, account: AccountRow, name: string, now: Date) {
+  const limits = effectiveLimits(account.plan, account.limits);
+  return db.transaction().execute(async (trx) => {
+    // Serialise creations per account so two concurrent ones cannot both pass the maximum.
+    await sql`SELECT id FROM accounts WHERE id = ${account.id} FOR UPDATE`.execute(trx);
+    const { n } = await trx
+      .selectFrom('api_keys')
+      .select(sql<number>`count(*)::int`.as('n'))
+      .where('account_id', '=', account.id)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirstOrThrow();
+    if (limits.apiKeys !== null && n >= limits.apiKeys) {
+      throw new ApiError('api_key_limit', {
+        params: { limit: limits.apiKeys },
+        cause: {
+          type: 'upgrade',
+          reason: 'limit',
+          resource: 'apiKeys',
+          plan: account.plan,
+          limit: limits.apiKeys,
+          used: n,
+          suggested: suggestPlan('apiKeys', n),
+        },
+      });
+    }
+    const key = generateKey();
+    const row = await trx
+      .insertInto('api_keys')
+      .values({
+        id: newId(),
+        account_id: account.id,
+        name,
+        key_hash: hashKey(key),
+        prefix: key.slice(0, KEY_PREFIX.length + 4),
+        created_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { ...keyView(row), key };
+  });
+}
+
+export async function listKeys(db: Executor, accountId: string) {
+  const rows = await db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('id').execute();
+  return rows.map(keyView);
+}
+
+export async function revokeKey(db: Executor, accountId: string, keyId: string, now: Date): Promise<void> {
+  const row = await db
+    .updateTable('api_keys')
+    .set({ revoked_at: sql`coalesce(revoked_at, ${now})` })
+    .where('id', '=', keyId)
+    .where('account_id', '=', accountId)
+    .returning('id')
+    .executeTakeFirst();
+  if (!row) throw new ApiError('key_not_found');
+}
+
+export interface AuthContext {
+  keyId: string;
+  account: AccountRow;
+  limits: Limits;
+}
+
+/**
+ * Resolves a bearer key to its account. Lookups are cached briefly (a hot path on every
+ * request); revocation and plan changes in this process clear the cache at once.
+ */
+export class KeyAuthenticator {
+  private cache = new Map<string, { ctx: AuthContext | null; until: number }>();
+  constructor(
+    private readonly db: Db,
+    private readonly ttlMs = 2_000,
+  ) {}
+
+  async authenticate(key: string | undefined): Promise<AuthContext | null> {
+    if (!key || !KEY_RE.test(key)) return null;
+    const hash = hashKey(key);
+    const hit = this.cache.get(hash);
+    const now = Date.now();
+    if (hit && hit.until > now && hit.ctx) return hit.ctx;
+    const row = await this.db
+      .selectFrom('api_keys')
+      .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
+      .select(['api_keys.id as key_id', 'api_keys.key_hash', 'api_keys.revoked_at'])
+      .selectAll('accounts')
+      .where('api_keys.key_hash', '=', hash)
+      .executeTakeFirst();
+    // Equal-length constant-time check of the stored hash (the lookup itself is by hash, so
+    // response time does not depend on how many characters of a guessed key were right).
+    if (!row || row.revoked_at !== null || !timingSafeEqual(Buffer.from(row.key_hash), Buffer.from(hash))) return null;
+    const { key_id, key_hash: _h, revoked_at: _r, ...account } = row;
+    const ctx: AuthContext = { keyId: key_id, account, limits: effectiveLimits(account.plan, account.limits) };
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(hash, { ctx, until: now + this.ttlMs });
+    return ctx;
+  }
+
+  /** Forget cached lookups of one account (after a revocation or a plan change). */
+  forgetAccount(accountId: string): void {
+    for (const [h, v] of this.cache) if (v.ctx?.account.id === accountId) this.cache.delete(h);
+  }
+}

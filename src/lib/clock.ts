@@ -1,0 +1,23 @@
+// Every service reads time through a Clock so tests can move it (DEVELOPERS.md, "Time in tests").
+export interface Clock {
+  now(): Date;
+}
+
+export const systemClock: Clock = { now: () => new Date() };
+
+/** A clock tests can set and advance; starts at the real time unless told otherwise. */
+export class ManualClock implements Clock {
+  private t: number;
+  constructor(start: Date | number = Date.now()) {
+    this.t = typeof start === 'number' ? start : start.getTime();
+  }
+  now(): Date {
+    return new Date(this.t);
+  }
+  set(at: Date | string | number): void {
+    this.t = new Date(at).getTime();
+  }
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}

@@ -1,0 +1,187 @@
+// Sending a message (api.md §4 POST /messages): used by the route and by campaigns.
+// validate → number → template → contact (limit) → conversation → 24-hour window → store `pending`
+// (commit) → provider.send outside any transaction → store wamid and `sent` → apply early reports.
+
+import { ProviderError } from '../channel/types.js';
+import { contactForSend } from '../contacts/service.js';
+import { conversationFor, windowOpen } from '../conversations/service.js';
+import type { Db } from '../db/index.js';
+import type { AccountRow, PhoneNumberRow, TemplateRow, TemplateVariable } from '../db/types.js';
+import { ApiError, invalid } from '../http/errors.js';
+import { textFor } from '../http/messages.es-AR.js';
+import { newId } from '../lib/ids.js';
+import { canonicalPhone } from '../lib/phone.js';
+import type { Services } from '../services.js';
+import { applyEarlyStatuses } from './status.js';
+import { type MessageRecord, messageView } from './view.js';
+
+export interface SendInput {
+  to: string;
+  text?: string;
+  template?: { id: string; variables?: Record<string, string> };
+  phoneNumberId?: string;
+  /** Set by campaigns (source `campaign`). */
+  campaignId?: string;
+}
+
+/**
+ * The number a send leaves from: the given one (unknown or another account's → 409, not
+ * connected → 409), else the account's default number, or its oldest connected one when the
+ * default is disconnected (decisions.md "Endpoints": none connected → 409).
+ */
+export async function numberForSend(db: Db, accountId: string, phoneNumberId?: string): Promise<PhoneNumberRow> {
+  if (phoneNumberId) {
+    const n = await db
+      .selectFrom('phone_numbers')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', '=', phoneNumberId)
+      .executeTakeFirst();
+    if (!n) throw new ApiError('phone_number_unknown');
+    if (n.status !== 'connected') throw new ApiError('phone_number_disconnected');
+    return n;
+  }
+  const n = await db
+    .selectFrom('phone_numbers')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('status', '=', 'connected')
+    .orderBy('is_default', 'desc')
+    .orderBy('created_at')
+    .orderBy('id')
+    .executeTakeFirst();
+  if (!n) throw new ApiError('no_connected_number');
+  return n;
+}
+
+/** A template that can be sent: it exists, is not deleted (404) and is APPROVED (409). */
+export async function templateForSend(db: Db, accountId: string, id: string): Promise<TemplateRow> {
+  const t = await db.selectFrom('templates').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  if (!t || t.deleted_at) throw new ApiError('template_not_found');
+  if (t.status !== 'APPROVED') throw new ApiError('template_not_approved', { params: { name: t.name, status: t.status } });
+  return t;
+}
+
+const has = (o: Record<string, string>, k: string): boolean => Object.hasOwn(o, k) && typeof o[k] === 'string' && o[k].trim() !== '';
+
+/**
+ * Each of the template's variables in its order: the value sent, else the contact's attribute of
+ * that name, else the template's example (api.md §4). A blank value counts as missing (the
+ * channel refuses empty parameters); keys the template does not have are ignored.
+ */
+export function resolveVariables(
+  variables: TemplateVariable[],
+  given: Record<string, string>,
+  attributes: Record<string, string>,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const v of variables) {
+    out[v.name] = has(given, v.name) ? given[v.name]! : has(attributes, v.name) ? attributes[v.name]! : (v.example ?? '');
+  }
+  return out;
+}
+
+/** Returns the Message record (decisions.md "Message record"), with status `sent`. */
+export async function sendMessage(s: Services, account: AccountRow, input: SendInput): Promise<MessageRecord> {
+  if (input.text !== undefined && input.template !== undefined) throw invalid(['template'], textFor('send_not_both'));
+  if (input.text === undefined && input.template === undefined) throw invalid(['text'], textFor('send_text_or_template'));
+  if (input.text !== undefined && input.text.trim() === '') throw invalid(['text'], textFor('text_blank'));
+  const phone = canonicalPhone(input.to);
+  if (!phone.ok) throw invalid(['to'], phone.message);
+
+  const number = await numberForSend(s.db, account.id, input.phoneNumberId);
+  const template = input.template ? await templateForSend(s.db, account.id, input.template.id) : null;
+
+  const now = s.clock.now();
+  const pending = await s.db.transaction().execute(async (trx) => {
+    const contact = await contactForSend(trx, account, phone.phone, now);
+    const conversation = await conversationFor(trx, { accountId: account.id, contactId: contact.id, phoneNumberId: number.id }, now);
+    // Free text only within 24 h of the contact's last inbound message (api.md §3).
+    if (!template && !windowOpen(conversation, now)) throw new ApiError('window_closed');
+    const variables = template ? resolveVariables(template.variables, input.template?.variables ?? {}, contact.attributes) : null;
+    return trx
+      .insertInto('messages')
+      .values({
+        id: newId(),
+        account_id: account.id,
+        conversation_id: conversation.id,
+        contact_id: contact.id,
+        phone_number_id: number.id,
+        direction: 'outbound',
+        type: template ? 'template' : 'text',
+        text: template ? null : (input.text ?? null),
+        template_id: template?.id ?? null,
+        template_name: template?.name ?? null,
+        template_variables: variables ? JSON.stringify(variables) : null,
+        to_phone: phone.phone,
+        status: 'pending',
+        campaign_id: input.campaignId ?? null,
+        source: input.campaignId ? 'campaign' : 'api',
+        created_at: now,
+        updated_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+
+  let wamid: string;
+  try {
+    const provider = s.channels.get(number.provider);
+    const vars = pending.template_variables ?? {};
+    const sent = await provider.send({
+      messageId: pending.id,
+      from: number,
+      to: phone.phone,
+      ...(template
+        ? {
+            template: {
+              id: template.id,
+              name: template.name,
+              language: template.language,
+              category: template.category,
+              parameters: template.variables.map((v) => vars[v.name] ?? ''),
+              variableNames: template.variables.map((v) => v.name),
+            },
+          }
+        : { text: pending.text ?? '' }),
+    });
+    wamid = sent.wamid;
+  } catch (err) {
+    throw await failAtSend(s, pending.id, err);
+  }
+
+  const at = s.clock.now();
+  const stored = await s.db
+    .updateTable('messages')
+    .set({ wamid, status: 'sent', sent_at: at, updated_at: at })
+    .where('id', '=', pending.id)
+    .where('status', '=', 'pending')
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  // The 201 shows the status at acceptance (`sent`); reports that came first apply right after.
+  await applyEarlyStatuses(s, wamid);
+  return messageView(stored);
+}
+
+/** Marks the message failed with the provider's code and reason, and returns the error to answer. */
+async function failAtSend(s: Services, messageId: string, err: unknown): Promise<ApiError> {
+  const pe = err instanceof ProviderError ? err : new ProviderError('temporary', 'el proveedor no respondió como esperábamos', null);
+  if (!(err instanceof ProviderError)) s.log.error({ err, messageId }, 'channel provider failed unexpectedly');
+  const now = s.clock.now();
+  await s.db
+    .updateTable('messages')
+    .set({ status: 'failed', code: pe.code, error: pe.reason, failed_at: now, updated_at: now })
+    .where('id', '=', messageId)
+    .execute();
+  const opts = { params: { reason: pe.reason }, extra: { code: pe.code, messageId } };
+  switch (pe.kind) {
+    case 'window':
+      return new ApiError('provider_window', opts);
+    case 'template':
+      return new ApiError('provider_template', opts);
+    case 'temporary':
+      return new ApiError('provider_temporary', opts);
+    default:
+      return new ApiError('provider_rejected', opts);
+  }
+}

@@ -1,0 +1,170 @@
+// The delivery status machine (api.md §3, decisions.md "Resources"): forward only.
+// sent < delivered < read; failed may follow sent or delivered, never read, and is final. A report
+// that repeats a status or would move it backward changes nothing and emits nothing.
+import { sql } from 'kysely';
+import type { Trx } from '../db/index.js';
+import type { MessageRow } from '../db/types.js';
+import { providerCodeText } from '../http/messages.es-AR.js';
+import type { Services } from '../services.js';
+import { emitEvent } from '../webhooks/outbox.js';
+
+export type DeliveryStatus = 'sent' | 'delivered' | 'read' | 'failed';
+
+export interface StatusReport {
+  wamid: string;
+  status: DeliveryStatus;
+  /** Provider numeric code (with failed). */
+  code?: number | null;
+  /** When the provider says it happened. */
+  at: Date;
+}
+
+export interface StatusOutcome {
+  /** The status moved (and one `message.status` event was written). */
+  applied: boolean;
+  /** No message has this wamid yet: the report was kept and is applied when the send stores it. */
+  early?: boolean;
+  /** The message's status after the report (null when unknown). */
+  status?: string | null;
+  messageId?: string | null;
+}
+
+/** The states each target may be reached from: the whole rule, applied inside one UPDATE. */
+const FROM: Record<DeliveryStatus, string[]> = {
+  sent: ['pending'],
+  delivered: ['sent'],
+  read: ['sent', 'delivered'],
+  failed: ['sent', 'delivered'],
+};
+
+/** Provider code 131050: the person stopped accepting marketing messages (decisions.md "Channel"). */
+export const MARKETING_BLOCKED = 131050;
+
+/**
+ * Of several reports for one message, the most advanced (api.md §3: one event). `read` outranks
+ * `failed`: a message the recipient read was delivered, whatever else came with it.
+ */
+const PICK_RANK: Record<DeliveryStatus, number> = { sent: 1, delivered: 2, failed: 3, read: 4 };
+export const mostAdvanced = <T extends { status: DeliveryStatus }>(reports: T[]): T | undefined =>
+  reports.reduce<T | undefined>((best, r) => (!best || PICK_RANK[r.status] > PICK_RANK[best.status] ? r : best), undefined);
+
+export const isDeliveryStatus = (s: string): s is DeliveryStatus => s in FROM;
+
+type Applied = MessageRow & { previous: string };
+
+/**
+ * Moves the outbound message with `wamid` to `r.status` if the machine allows it, with its side
+ * effects (campaign counters, marketingOptOut on 131050) and the `message.status` event, in `trx`.
+ */
+async function applyInTrx(trx: Trx, r: StatusReport, now: Date): Promise<Applied | null> {
+  const code = r.status === 'failed' ? (r.code ?? null) : null;
+  const error = r.status === 'failed' ? providerCodeText(code) : null;
+  const to = sql`${r.status}::text`;
+  const at = sql`${r.at}::timestamptz`;
+  const from = sql.join(FROM[r.status].map((f) => sql.lit(f)));
+  const { rows } = await sql<Applied>`
+    WITH old AS (
+      SELECT id, status FROM messages WHERE wamid = ${r.wamid} AND direction = 'outbound' FOR UPDATE
+    )
+    UPDATE messages m SET
+      status = ${to},
+      code = CASE WHEN ${to} = 'failed' THEN ${code}::int ELSE m.code END,
+      error = CASE WHEN ${to} = 'failed' THEN ${error}::text ELSE m.error END,
+      sent_at = COALESCE(m.sent_at, ${at}),
+      delivered_at = CASE WHEN ${to} IN ('delivered', 'read') THEN COALESCE(m.delivered_at, ${at}) ELSE m.delivered_at END,
+      read_at = CASE WHEN ${to} = 'read' THEN ${at} ELSE m.read_at END,
+      failed_at = CASE WHEN ${to} = 'failed' THEN ${at} ELSE m.failed_at END,
+      updated_at = ${now}
+    FROM old
+    WHERE m.id = old.id AND m.status IN (${from})
+    RETURNING m.*, old.status AS previous`.execute(trx);
+  const m = rows[0];
+  if (!m) return null;
+
+  if (m.campaign_id) {
+    // A jump sent → read counts as delivered too: read implies it arrived (delivered ≥ read).
+    const delivered = (r.status === 'delivered' || r.status === 'read') && m.previous !== 'delivered' ? 1 : 0;
+    await sql`
+      UPDATE campaigns SET
+        delivered = delivered + ${delivered}::int,
+        read = read + ${r.status === 'read' ? 1 : 0}::int,
+        failed = failed + ${r.status === 'failed' ? 1 : 0}::int
+      WHERE id = ${m.campaign_id}`.execute(trx);
+  }
+  if (r.status === 'failed' && code === MARKETING_BLOCKED) {
+    await trx
+      .updateTable('contacts')
+      .set({ marketing_opt_out: true, updated_at: now })
+      .where('id', '=', m.contact_id)
+      .where('marketing_opt_out', '=', false)
+      .execute();
+  }
+  await emitEvent(
+    trx,
+    {
+      accountId: m.account_id,
+      kind: 'message.status',
+      data: { id: m.id, wamid: m.wamid, status: m.status, campaignId: m.campaign_id, code: m.code, timestamp: r.at.toISOString() },
+    },
+    now,
+  );
+  return m;
+}
+
+/** Applies one provider report; returns whether it moved the status (and emitted an event). */
+export async function reportStatus(s: Services, r: StatusReport): Promise<StatusOutcome> {
+  const now = s.clock.now();
+  const out = await s.db.transaction().execute(async (trx): Promise<StatusOutcome> => {
+    const m = await applyInTrx(trx, r, now);
+    if (m) return { applied: true, status: m.status, messageId: m.id };
+    const existing = await trx.selectFrom('messages').select(['id', 'status']).where('wamid', '=', r.wamid).executeTakeFirst();
+    if (existing) return { applied: false, status: existing.status, messageId: existing.id };
+    // The send may not have stored its wamid yet (architecture.md "Send"): keep it, never lose it.
+    await trx
+      .insertInto('early_statuses')
+      .values({ wamid: r.wamid, status: r.status, code: r.code ?? null, reported_at: r.at, created_at: now })
+      .execute();
+    return { applied: false, early: true, status: null, messageId: null };
+  });
+  if (out.applied) s.dispatcher.wake();
+  if (out.early) {
+    // The send may have stored the wamid between our read and our commit: look once more.
+    const drained = await applyEarlyStatuses(s, r.wamid);
+    if (drained) return { applied: true, early: false, status: drained.status, messageId: drained.id };
+  }
+  return out;
+}
+
+/**
+ * Several reports at once (a provider batch): per wamid only the most advanced one is applied,
+ * so a batch of delivered + read gives one `read` event (api.md §3).
+ */
+export async function reportStatuses(s: Services, reports: StatusReport[]): Promise<StatusOutcome[]> {
+  const byWamid = new Map<string, StatusReport[]>();
+  for (const r of reports) byWamid.set(r.wamid, [...(byWamid.get(r.wamid) ?? []), r]);
+  const out: StatusOutcome[] = [];
+  for (const group of byWamid.values()) {
+    const pick = mostAdvanced(group);
+    if (pick) out.push(await reportStatus(s, pick));
+  }
+  return out;
+}
+
+/**
+ * Applies the reports kept for `wamid` before its message existed (called by the send right after
+ * it stores the wamid). The most advanced one wins; each kept report is used once.
+ */
+export async function applyEarlyStatuses(s: Services, wamid: string): Promise<MessageRow | null> {
+  const now = s.clock.now();
+  const applied = await s.db.transaction().execute(async (trx) => {
+    const exists = await trx.selectFrom('messages').select('id').where('wamid', '=', wamid).executeTakeFirst();
+    if (!exists) return null;
+    const kept = await trx.deleteFrom('early_statuses').where('wamid', '=', wamid).returningAll().execute();
+    const reports = kept.filter((k) => isDeliveryStatus(k.status)).map((k) => ({ ...k, status: k.status as DeliveryStatus }));
+    const pick = mostAdvanced(reports);
+    if (!pick) return null;
+    return applyInTrx(trx, { wamid, status: pick.status, code: pick.code, at: pick.reported_at }, now);
+  });
+  if (applied) s.dispatcher.wake();
+  return applied;
+}

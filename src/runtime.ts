@@ -1,0 +1,122 @@
+// Assembles one Chasqui process: database (migrated), services, HTTP app and workers.
+// main.ts, the CLI and the test harness all start the service through here.
+
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
+import { buildApp } from './app.js';
+import { CloudProvider } from './channel/cloud/provider.js';
+import { Channels } from './channel/registry.js';
+import { SandboxProvider } from './channel/sandbox/provider.js';
+import type { Config } from './config.js';
+import { type OpenDb, openDatabase } from './db/index.js';
+import { migrate } from './db/migrate.js';
+import { JobScheduler } from './jobs/scheduler.js';
+import { KeyAuthenticator } from './keys/service.js';
+import { type Clock, systemClock } from './lib/clock.js';
+import { createLimiter } from './limits/index.js';
+import { DbUsageMeter } from './limits/usage.js';
+import { type DemoSeed, seedDemoIfEmpty } from './seed.js';
+import type { Services } from './services.js';
+import { WebhookDispatcher } from './webhooks/dispatcher.js';
+
+export interface RuntimeOptions {
+  clock?: Clock;
+  /** PGlite data-directory dump to start from (tests start from a migrated template). */
+  loadDataDir?: Blob;
+  /** Background workers (dispatcher, job scheduler); tests may turn them off. */
+  workers?: boolean;
+  /** Usage batch period; 0 turns the timer off (tests flush explicitly). */
+  usageFlushMs?: number;
+}
+
+export interface Runtime {
+  app: FastifyInstance;
+  services: Services;
+  database: OpenDb;
+  dispatcher: WebhookDispatcher;
+  scheduler: JobScheduler;
+  channels: Channels;
+  demo: DemoSeed | null;
+  adminTokenGenerated: boolean;
+  listen(): Promise<string>;
+  close(): Promise<void>;
+}
+
+function resolveAdminToken(config: Config): { token: string; generated: boolean } {
+  if (config.ADMIN_TOKEN) return { token: config.ADMIN_TOKEN, generated: false };
+  const file = `${config.DATA_DIR}/admin-token`;
+  try {
+    return { token: readFileSync(file, 'utf8').trim(), generated: false };
+  } catch {
+    const token = `adm_${randomBytes(24).toString('base64url')}`;
+    mkdirSync(config.DATA_DIR, { recursive: true });
+    writeFileSync(file, `${token}\n`, { mode: 0o600 });
+    return { token, generated: true };
+  }
+}
+
+export async function startRuntime(config: Config, opts: RuntimeOptions = {}): Promise<Runtime> {
+  const clock = opts.clock ?? systemClock;
+  const log = pino({
+    level: config.LOG_LEVEL,
+    redact: ['req.headers.authorization', '*.accessToken', '*.appSecret', '*.key', '*.secret'],
+  });
+  const database = await openDatabase(config.database, { loadDataDir: opts.loadDataDir });
+  await migrate(database.db);
+  const admin = resolveAdminToken(config);
+  const channels = new Channels();
+  const services: Services = {
+    config,
+    db: database.db,
+    dbKind: database.kind,
+    clock,
+    log,
+    limiter: createLimiter(config, clock),
+    usage: new DbUsageMeter(database.db, clock, opts.usageFlushMs),
+    auth: new KeyAuthenticator(database.db),
+    channels,
+    dispatcher: { wake() {} },
+    adminToken: admin.token,
+  };
+  const dispatcher = new WebhookDispatcher(services);
+  services.dispatcher = dispatcher;
+  channels.register(new SandboxProvider(services));
+  channels.register(new CloudProvider(services));
+
+  const demo = config.seedDemo ? await seedDemoIfEmpty(database.db, clock.now()) : null;
+  const app = await buildApp(services);
+  const scheduler = new JobScheduler(services);
+  if (opts.workers !== false) {
+    dispatcher.start();
+    scheduler.start();
+  }
+
+  let closed = false;
+  return {
+    app,
+    services,
+    database,
+    dispatcher,
+    scheduler,
+    channels,
+    demo,
+    adminTokenGenerated: admin.generated,
+    async listen() {
+      return app.listen({ port: config.PORT, host: config.HOST });
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      // Stop accepting and finish in-flight requests first, then the workers, then the database.
+      await app.close();
+      await scheduler.stop();
+      await dispatcher.stop();
+      await channels.close();
+      await services.usage.close();
+      await services.limiter.close();
+      await database.close();
+    },
+  };
+}

@@ -1,0 +1,28 @@
+// The service container: everything a route or job needs, built once in main.ts (or a test).
+import type { FastifyBaseLogger } from 'fastify';
+import type { ChannelRegistry } from './channel/types.js';
+import type { Config } from './config.js';
+import type { Db } from './db/index.js';
+import type { KeyAuthenticator } from './keys/service.js';
+import type { Clock } from './lib/clock.js';
+import type { Limiter, UsageMeter } from './limits/types.js';
+
+export interface Dispatcher {
+  /** A writer committed new deliveries: look now instead of at the next poll. */
+  wake(): void;
+}
+
+export interface Services {
+  config: Config;
+  db: Db;
+  dbKind: 'pglite' | 'memory' | 'postgres';
+  clock: Clock;
+  log: FastifyBaseLogger;
+  limiter: Limiter;
+  usage: UsageMeter;
+  auth: KeyAuthenticator;
+  channels: ChannelRegistry;
+  dispatcher: Dispatcher;
+  /** Operator bearer token (ADMIN_TOKEN, or generated and kept in DATA_DIR). */
+  adminToken: string;
+}

@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request, startTestApp, type TestApp } from '../harness.js';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp();
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+describe('the service (api.md §5, §7)', () => {
+  it('GET /healthz answers while the process is up and /readyz checks the database', async () => {
+    expect((await request(`${app.url}/healthz`, 'GET')).status).toBe(200);
+    const ready = await request(`${app.url}/readyz`, 'GET');
+    expect(ready.status).toBe(200);
+    expect(ready.body.database).toBe('ok');
+  });
+
+  it('missing, misspelled or revoked key → 401 with the error body and X-Request-Id (api.md §5)', async () => {
+    const acc = await app.createAccount();
+    const missing = await app.api(null, 'GET', '/me');
+    expect(missing.status).toBe(401);
+    expect(missing.body).toEqual({ error: expect.stringMatching(/clave/i), cause: null });
+    expect(missing.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect((await app.api(`${acc.key}x`, 'GET', '/me')).status).toBe(401);
+    expect((await acc.call('GET', '/me')).status).toBe(200);
+    expect((await app.admin('DELETE', `/accounts/${acc.id}/keys/${acc.keyId}`)).status).toBe(204);
+    expect((await acc.call('GET', '/me')).status).toBe(401);
+  });
+
+  it('plans other than escala/enterprise → 402 with the upgrade cause on every call (api.md §1)', async () => {
+    const acc = await app.createAccount({ plan: 'crecimiento' });
+    const res = await acc.call('GET', '/me');
+    expect(res.status).toBe(402);
+    expect(res.body.cause).toMatchObject({ type: 'upgrade', plan: 'crecimiento', suggested: 'escala' });
+  });
+
+  it('GET /me returns account, limits, usage and phone numbers (decisions.md "GET /me")', async () => {
+    const acc = await app.createAccount({ limits: { contacts: 5 } });
+    const me = await acc.call('GET', '/me');
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({
+      id: acc.id,
+      plan: 'escala',
+      limits: { requestsPerMinute: 300, contacts: 5, apiCallsPerMonth: 300000 },
+    });
+    expect(me.body.usage.period.start).toMatch(/T03:00:00\.000Z$/);
+  });
+
+  it('unknown route → 404 in the same body shape (api.md §7)', async () => {
+    const acc = await app.createAccount();
+    const res = await acc.call('GET', '/nope');
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: expect.any(String), cause: null });
+  });
+
+  it('the operator API needs its token (operator-api.md)', async () => {
+    const res = await request(`${app.url}/admin/v1/accounts`, 'GET');
+    expect(res.status).toBe(401);
+    expect(res.body.cause).toBeNull();
+  });
+
+  it('serves the OpenAPI 3.1 document and the docs page', async () => {
+    const doc = await request(`${app.url}/api/v1/openapi.json`, 'GET');
+    expect(doc.status).toBe(200);
+    expect(doc.body.openapi).toBe('3.1.0');
+    expect(doc.body.paths['/api/v1/me']).toBeDefined();
+    expect((await request(`${app.url}/docs`, 'GET')).status).toBe(200);
+  });
+});
+
+describe('HTTP-level errors keep the one body shape (api.md §7, decisions.md "Endpoints")', () => {
+  it('a body over 1 MiB → 413', async () => {
+    const big = { name: 'x'.repeat(1024 * 1024 + 10), plan: 'escala' };
+    const res = await app.admin('POST', '/accounts', big);
+    expect(res.status).toBe(413);
+    expect(res.body).toEqual({ error: expect.stringMatching(/1 MiB/), cause: null });
+  });
+
+  it('malformed JSON → 400', async () => {
+    const res = await app.admin('POST', '/accounts', '{"name": "a", ');
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: expect.stringMatching(/JSON/), cause: null });
+  });
+
+  it('wrong Content-Type → 415', async () => {
+    const res = await request(`${app.url}/admin/v1/accounts`, 'POST', 'name=a', {
+      authorization: 'Bearer test-admin-token-0123456789abcdef',
+      'content-type': 'application/x-www-form-urlencoded',
+    });
+    expect(res.status).toBe(415);
+    expect(res.body.cause).toBeNull();
+  });
+
+  it('validation 400: error.message is the JSON text of [{path, message}] in Spanish', async () => {
+    const res = await app.admin('POST', '/accounts', { plan: 'oro' });
+    expect(res.status).toBe(400);
+    expect(res.body.cause).toBeNull();
+    const problems = JSON.parse(res.body.error.message);
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        { path: ['name'], message: 'Falta este campo obligatorio.' },
+        { path: ['plan'], message: expect.stringContaining('escala') },
+      ]),
+    );
+  });
+
+  it('a 500 carries the requestId and never internals', async () => {
+    const other = await startTestApp();
+    const acc = await other.createAccount();
+    // The database disappears under the running app: an unexpected failure for every query.
+    await other.rt.database.close();
+    const res = await acc.call('GET', '/me');
+    expect([500, 503]).toContain(res.status);
+    expect(res.body.cause).toBeNull();
+    expect(typeof res.body.error).toBe('string');
+    expect(JSON.stringify(res.body)).not.toMatch(/at .*\.ts|stack|PGlite|SELECT/i);
+    if (res.status === 500) expect(res.body.requestId).toBe(res.headers.get('x-request-id'));
+    await other.rt.app.close();
+  });
+});
