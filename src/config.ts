@@ -14,15 +14,22 @@ const ConfigSchema = z.object({
   DATABASE_URL: z.string().optional(),
   DATA_DIR: z.string().default('./data'),
   REDIS_URL: z.string().optional(),
+  /** Prefix of every Redis key (processes sharing limits use the same one). */
+  REDIS_KEY_PREFIX: z.string().min(1).default('chasqui'),
   ADMIN_TOKEN: z.string().min(16).optional(),
   CHANNEL_PROVIDER: z.enum(['sandbox', 'cloud']).default('sandbox'),
-  GRAPH_API_URL: z.string().url().default('https://graph.facebook.com/v21.0'),
+  /** Graph base URL; a version segment (/v24.0) is added when it has none (docs/cloud.md). */
+  GRAPH_API_URL: z.string().url().default('https://graph.facebook.com/v24.0'),
+  /** Whole Graph request (connect to last byte); sends are never retried, a timeout is a temporary 502. */
+  GRAPH_TIMEOUT_MS: z.coerce.number().int().min(10).max(120_000).default(15_000),
   SANDBOX_AUTO_STATUS: onOff.default(true),
   TRUST_PROXY: z.string().optional(),
   WEBHOOK_RETRY_SCHEDULE: schedule.default([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),
   SEED_DEMO: onOff.optional(),
   NODE_ENV: z.string().default('development'),
   ALLOW_PRIVATE_WEBHOOKS: onOff.optional(),
+  /** Per-attempt webhook timeout (decisions.md: 15 s); tests use a small one. */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(10).max(120_000).default(15_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

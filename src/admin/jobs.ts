@@ -1,4 +1,14 @@
-// Operator API: POST /admin/v1/jobs/{name}/run (operator-api.md).
+// Operator API: POST /admin/v1/jobs/{name}/run (operator-api.md): runs a periodic job now.
+import { z } from 'zod';
+import { ApiError } from '../http/errors.js';
 import type { RoutesFn } from '../http/schemas.js';
+import { runJob } from '../jobs/scheduler.js';
 
-export const jobAdminRoutes: RoutesFn = (_app, _s) => {};
+export const jobAdminRoutes: RoutesFn = (app, s) => {
+  app.post('/jobs/:name/run', { schema: { tags: ['Operator'], params: z.object({ name: z.string() }) } }, async (req) => {
+    // Waits for a scheduled run of the same job in progress, then runs: `changed` is this run's.
+    const changed = await runJob(s, req.params.name, { wait: true });
+    if (changed === null) throw new ApiError('job_not_found');
+    return { ran: req.params.name, changed };
+  });
+};

@@ -1,4 +1,63 @@
-// Operator API: pipelines, case close and reason (operator-api.md).
-import type { RoutesFn } from '../http/schemas.js';
+// Operator API: pipelines, case close, reason and outcome by a person (operator-api.md).
+import { z } from 'zod';
+import { accountOr404 } from '../accounts/admin-routes.js';
+import { IdParams, type RoutesFn } from '../http/schemas.js';
+import { createPipeline, listPipelines, PipelineInput } from './pipelines.js';
+import { OutcomeBody } from './routes.js';
+import { closeManually, getCaseView, setOutcome, setReasonByPerson } from './service.js';
 
-export const caseAdminRoutes: RoutesFn = (_app, _s) => {};
+const By = z.object({ id: z.string().min(1).max(255), name: z.string().min(1).max(200) }).describe('The team member');
+const CaseParams = z.object({ id: z.uuid(), caseId: z.string() });
+
+export const caseAdminRoutes: RoutesFn = (app, s) => {
+  app.post('/accounts/:id/pipelines', { schema: { tags: ['Operator'], params: IdParams, body: PipelineInput } }, async (req, reply) => {
+    await accountOr404(s, req.params.id);
+    const view = await s.db.transaction().execute((trx) => createPipeline(trx, req.params.id, req.body, s.clock.now()));
+    return reply.code(201).send(view);
+  });
+
+  app.get('/accounts/:id/pipelines', { schema: { tags: ['Operator'], params: IdParams } }, async (req) => {
+    await accountOr404(s, req.params.id);
+    return listPipelines(s.db, req.params.id, { limit: 200 });
+  });
+
+  app.get('/accounts/:id/cases/:caseId', { schema: { tags: ['Operator'], params: CaseParams } }, async (req) => {
+    await accountOr404(s, req.params.id);
+    return getCaseView(s.db, req.params.id, req.params.caseId);
+  });
+
+  app.post(
+    '/accounts/:id/cases/:caseId/close',
+    { schema: { tags: ['Operator'], params: CaseParams, body: z.object({ by: By.optional() }).optional() } },
+    async (req) => {
+      await accountOr404(s, req.params.id);
+      return closeManually(s, req.params.id, req.params.caseId, req.body?.by ?? null);
+    },
+  );
+
+  app.post(
+    '/accounts/:id/cases/:caseId/reason',
+    {
+      schema: {
+        tags: ['Operator'],
+        params: CaseParams,
+        body: z.object({ reason: z.string().trim().min(1).max(200), subreason: z.string().trim().min(1).max(200).optional(), by: By.optional() }),
+      },
+    },
+    async (req) => {
+      await accountOr404(s, req.params.id);
+      return setReasonByPerson(s, req.params.id, req.params.caseId, req.body);
+    },
+  );
+
+  // A sale or loss marked in the chat by a team member (outcomeSource `person`).
+  app.post(
+    '/accounts/:id/cases/:caseId/outcome',
+    { schema: { tags: ['Operator'], params: CaseParams, body: OutcomeBody.extend({ by: By.optional() }) } },
+    async (req) => {
+      await accountOr404(s, req.params.id);
+      const { by, ...outcome } = req.body;
+      return setOutcome(s, req.params.id, req.params.caseId, outcome, 'person', by ?? null);
+    },
+  );
+};

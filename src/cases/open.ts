@@ -1,5 +1,8 @@
 // Opening a case from the inbound path (api.md §3 "Case": a customer writes and no case is open).
+import { sql } from 'kysely';
 import type { Trx } from '../db/index.js';
+import { newId } from '../lib/ids.js';
+import { emitCaseEvent } from './service.js';
 
 export interface OpenCaseInput {
   accountId: string;
@@ -11,11 +14,117 @@ export interface OpenCaseInput {
   referral?: { id: string; headline: string; sourceUrl: string };
 }
 
+/** api.md §2 "Case" `ad`: the ad that brought the customer, if within the previous 7 days. */
+export const AD_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
+const HOUR_MS = 60 * 60 * 1000;
+
+/** Stored form of `ad`: the view shows id, headline and sourceUrl; `at` dates the click. */
+type StoredAd = { id: string; headline: string; sourceUrl: string; at: string };
+
 /**
  * Inside the inbound transaction: when the conversation has no open case, opens one in the
  * account's default pipeline's first `open` stage and emits `case.opened`; otherwise updates
  * the open case's lastInboundAt. Returns the case id.
+ *
+ * - The new case also emits `case.stage_changed` when it enters a pipeline stage (api.md §3:
+ *   "enters a pipeline"). Without a default pipeline the case has stage null and only
+ *   `case.opened` is emitted.
+ * - An open case whose inactivity deadline passed before this message was written (the
+ *   `case-timeouts` job had not run yet) is closed first (`inactivity`, `case.closed`) and a new
+ *   one opens: the message starts a new inquiry either way.
+ * - `ad`: this message's referral (if the message is within 7 days), else the latest ad of the
+ *   contact's earlier cases when that click is within 7 days of this message.
  */
-export async function openCaseForInbound(_trx: Trx, _input: OpenCaseInput, _now: Date): Promise<string | null> {
-  return null;
+export async function openCaseForInbound(trx: Trx, input: OpenCaseInput, now: Date): Promise<string | null> {
+  // One inbound at a time per conversation decides whether a case opens.
+  await trx.selectFrom('conversations').select('id').where('id', '=', input.conversationId).forUpdate().execute();
+  const at = input.at;
+  const referral: StoredAd | null =
+    input.referral && now.getTime() - at.getTime() <= AD_WINDOW_MS ? { ...input.referral, at: at.toISOString() } : null;
+
+  const open = await trx
+    .selectFrom('cases')
+    .selectAll()
+    .where('conversation_id', '=', input.conversationId)
+    .where('status', '=', 'open')
+    .forUpdate()
+    .executeTakeFirst();
+  if (open) {
+    const deadline = open.last_inbound_at.getTime() + open.inactivity_hours * HOUR_MS;
+    if (at.getTime() < deadline) {
+      await trx
+        .updateTable('cases')
+        .set({
+          last_inbound_at: sql`GREATEST(last_inbound_at, ${at}::timestamptz)`,
+          ...(referral && !open.ad ? { ad: JSON.stringify(referral) } : {}),
+          updated_at: now,
+        })
+        .where('id', '=', open.id)
+        .execute();
+      return open.id;
+    }
+    await trx
+      .updateTable('cases')
+      .set({ status: 'closed', closed_at: now, close_reason: 'inactivity', updated_at: now })
+      .where('id', '=', open.id)
+      .execute();
+    await emitCaseEvent(trx, 'case.closed', open.id, now);
+  }
+
+  const pipeline = await trx
+    .selectFrom('pipelines')
+    .select(['id', 'inactivity_hours'])
+    .where('account_id', '=', input.accountId)
+    .where('is_default', '=', true)
+    .executeTakeFirst();
+  const stage = pipeline
+    ? await trx
+        .selectFrom('stages')
+        .select('id')
+        .where('pipeline_id', '=', pipeline.id)
+        .where('kind', '=', 'open')
+        .orderBy('position')
+        .orderBy('id')
+        .executeTakeFirst()
+    : undefined;
+
+  let ad = referral;
+  if (!ad) {
+    const earlier = await trx
+      .selectFrom('cases')
+      .select('ad')
+      .where('contact_id', '=', input.contactId)
+      .where('ad', 'is not', null)
+      .orderBy('opened_at', 'desc')
+      .orderBy('id', 'desc')
+      .executeTakeFirst();
+    const prev = earlier?.ad as StoredAd | null | undefined;
+    if (prev?.at && at.getTime() - new Date(prev.at).getTime() <= AD_WINDOW_MS) ad = prev;
+  }
+
+  const id = newId();
+  await trx
+    .insertInto('cases')
+    .values({
+      id,
+      account_id: input.accountId,
+      conversation_id: input.conversationId,
+      contact_id: input.contactId,
+      pipeline_id: pipeline?.id ?? null,
+      stage_id: stage?.id ?? null,
+      stage_entered_at: stage ? at : null,
+      status: 'open',
+      opened_at: at,
+      last_inbound_at: at,
+      reason_status: 'pending',
+      handled_by: 'none',
+      inactivity_hours: pipeline?.inactivity_hours ?? 24,
+      ad: ad ? JSON.stringify(ad) : null,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+  await emitCaseEvent(trx, 'case.opened', id, now);
+  if (stage) await emitCaseEvent(trx, 'case.stage_changed', id, now);
+  return id;
 }

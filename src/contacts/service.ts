@@ -3,8 +3,11 @@ import { sql } from 'kysely';
 import type { Executor, Trx } from '../db/index.js';
 import type { AccountRow, ContactRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
+import { page } from '../http/schemas.js';
 import { newId } from '../lib/ids.js';
 import { effectiveLimits, suggestPlan } from '../limits/plans.js';
+import type { Services } from '../services.js';
+import { emitEvent } from '../webhooks/outbox.js';
 
 export interface ContactView {
   id: string;
@@ -43,12 +46,13 @@ export const findContactByPhone = (db: Executor, accountId: string, phone: strin
 
 /**
  * Checks the plan's contact limit before creating one more (api.md §7: 402 only when creating).
- * Locks the account row so concurrent creations cannot pass the limit together.
+ * Locks the account row so concurrent creations cannot pass the limit together (NO KEY UPDATE:
+ * inserts elsewhere that reference the account, which take KEY SHARE, are not blocked).
  */
 export async function assertContactRoom(trx: Trx, account: AccountRow): Promise<void> {
   const limit = effectiveLimits(account.plan, account.limits).contacts;
   if (limit === null) return;
-  await sql`SELECT id FROM accounts WHERE id = ${account.id} FOR UPDATE`.execute(trx);
+  await sql`SELECT id FROM accounts WHERE id = ${account.id} FOR NO KEY UPDATE`.execute(trx);
   const { n } = await trx
     .selectFrom('contacts')
     .select(sql<number>`count(*)::int`.as('n'))
@@ -64,7 +68,7 @@ export async function assertContactRoom(trx: Trx, account: AccountRow): Promise<
         plan: account.plan,
         limit,
         used: n,
-        suggested: suggestPlan('contacts', n),
+        suggested: suggestPlan('contacts', n, true, account.plan),
       },
     });
   }
@@ -97,13 +101,20 @@ export async function upsertContact(
   now: Date,
 ): Promise<{ contact: ContactRow; created: boolean }> {
   const attrs = input.attributes ?? {};
-  const existing = await trx
-    .selectFrom('contacts')
-    .selectAll()
-    .where('account_id', '=', account.id)
-    .where('phone', '=', input.phone)
-    .forUpdate()
-    .executeTakeFirst();
+  const lockByPhone = () =>
+    trx.selectFrom('contacts').selectAll().where('account_id', '=', account.id).where('phone', '=', input.phone).forUpdate().executeTakeFirst();
+  let existing = await lockByPhone();
+  if (!existing) {
+    try {
+      await assertContactRoom(trx, account);
+    } catch (err) {
+      // At the limit, a concurrent request may have just created this phone: then it is an
+      // update (200), not a creation (402 applies only when creating, api.md §4).
+      if (!(err instanceof ApiError && err.code === 'contact_limit')) throw err;
+      existing = await lockByPhone();
+      if (!existing) throw err;
+    }
+  }
   let created = false;
   let contact: ContactRow;
   if (existing) {
@@ -118,7 +129,6 @@ export async function upsertContact(
       .returningAll()
       .executeTakeFirstOrThrow();
   } else {
-    await assertContactRoom(trx, account);
     const row = await trx
       .insertInto('contacts')
       .values({
@@ -167,4 +177,37 @@ export async function contactForSend(trx: Trx, account: AccountRow, phone: strin
     .returningAll()
     .executeTakeFirstOrThrow();
   return row;
+}
+
+/**
+ * POST /contacts (api.md §4): create or update by canonical phone; a new contact emits
+ * `contact.created` with source `api` in the same transaction (outbox).
+ */
+export async function saveContactFromApi(
+  s: Services,
+  account: AccountRow,
+  input: UpsertInput,
+): Promise<{ contact: ContactView; created: boolean }> {
+  const now = s.clock.now();
+  const { contact, created } = await s.db.transaction().execute(async (trx) => {
+    const r = await upsertContact(trx, account, input, now);
+    if (r.created) {
+      await emitEvent(trx, { accountId: account.id, kind: 'contact.created', data: { source: 'api', contact: contactView(r.contact) } }, now);
+    }
+    return r;
+  });
+  if (created) s.dispatcher.wake();
+  return { contact: contactView(contact), created };
+}
+
+/** One page of the account's contacts in creation order (UUIDv7 ids), after the cursor id. */
+export async function listContacts(db: Executor, accountId: string, q: { limit: number; after?: string | undefined }) {
+  let query = db.selectFrom('contacts').selectAll().where('account_id', '=', accountId);
+  if (q.after) query = query.where('id', '>', q.after);
+  const rows = await query
+    .orderBy('id')
+    .limit(q.limit + 1)
+    .execute();
+  const p = page(rows, q.limit);
+  return { data: p.data.map(contactView), hasMore: p.hasMore, nextCursor: p.nextCursor };
 }

@@ -1,5 +1,25 @@
 // The inbound path (a customer writes): shared by the sandbox and the Cloud API receiver.
+// One transaction: dedupe on the provider message id → contact (created on first write, with
+// `contact.created`) → conversation and its 24-hour window → the message → `message.received` →
+// opt-out → case. Events go through the outbox; the dispatcher is woken after commit.
+//
+// Decisions (see the report / docs): a customer who writes is never refused, so the plan's
+// contact limit does not apply here (api.md §7 lists it only for POST /contacts and sends);
+// reactions are stored and move the window but emit no `message.received` and open no case.
+
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { openCaseForInbound } from '../cases/open.js';
+import { contactView } from '../contacts/service.js';
+import type { Trx } from '../db/index.js';
+import type { ContactRow, PhoneNumberRow } from '../db/types.js';
+import { ApiError, invalid } from '../http/errors.js';
+import { newId } from '../lib/ids.js';
+import { canonicalPhone } from '../lib/phone.js';
 import type { Services } from '../services.js';
+import { emitEvent } from '../webhooks/outbox.js';
+import { isOptOutPhrase } from './optout.js';
+import { conversationFor } from './service.js';
 
 export interface InboundInput {
   accountId: string;
@@ -32,6 +52,236 @@ export interface InboundResult {
   duplicate: boolean;
 }
 
-export async function receiveInbound(_s: Services, _input: InboundInput): Promise<InboundResult> {
-  throw new Error('not implemented');
+/** Thrown inside the transaction when a concurrent delivery of the same message won: roll back. */
+class AlreadyStored extends Error {}
+
+/** Reactions do not trigger `message.received` (api.md §6). */
+const SILENT_TYPES = new Set(['reaction']);
+
+/** The number that received it: the one named (of this account) or the account's default. */
+async function receivingNumber(trx: Trx, accountId: string, phoneNumberId: string | null): Promise<PhoneNumberRow | null> {
+  if (phoneNumberId) {
+    const n = await trx
+      .selectFrom('phone_numbers')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', '=', phoneNumberId)
+      .executeTakeFirst();
+    if (!n) throw new ApiError('phone_number_not_found');
+    return n;
+  }
+  const n = await trx
+    .selectFrom('phone_numbers')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .orderBy('is_default', 'desc')
+    .orderBy(sql`status = 'connected'`, 'desc')
+    .orderBy('created_at')
+    .orderBy('id')
+    .executeTakeFirst();
+  return n ?? null;
+}
+
+async function existingByWamid(db: Services['db'] | Trx, accountId: string, wamid: string): Promise<InboundResult | null> {
+  const m = await db
+    .selectFrom('messages')
+    .select(['id', 'contact_id', 'conversation_id'])
+    .where('wamid', '=', wamid)
+    .where('account_id', '=', accountId)
+    .where('direction', '=', 'inbound')
+    .executeTakeFirst();
+  return m ? { messageId: m.id, contactId: m.contact_id, conversationId: m.conversation_id, duplicate: true } : null;
+}
+
+/**
+ * The contact who wrote: found by phone (or social user), else created (`created` true). A
+ * concurrent first message of the same person is absorbed by the unique index.
+ */
+async function contactForInbound(
+  trx: Trx,
+  accountId: string,
+  key: { phone: string } | { socialchat: string },
+  now: Date,
+): Promise<{ contact: ContactRow; created: boolean }> {
+  const find = () => {
+    const q = trx.selectFrom('contacts').selectAll().where('account_id', '=', accountId);
+    return ('phone' in key ? q.where('phone', '=', key.phone) : q.where('socialchat_id', '=', key.socialchat))
+      .forUpdate()
+      .executeTakeFirst();
+  };
+  const existing = await find();
+  if (existing) return { contact: existing, created: false };
+  const inserted = await trx
+    .insertInto('contacts')
+    .values({
+      id: newId(),
+      account_id: accountId,
+      phone: 'phone' in key ? key.phone : null,
+      socialchat_id: 'socialchat' in key ? key.socialchat : null,
+      created_at: now,
+      updated_at: now,
+    })
+    .onConflict((oc) => oc.doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  if (inserted) return { contact: inserted, created: true };
+  const raced = await find();
+  if (!raced) throw new Error('inbound contact vanished after a conflicting insert');
+  return { contact: raced, created: false };
+}
+
+export async function receiveInbound(s: Services, input: InboundInput): Promise<InboundResult> {
+  const social = input.socialchat !== undefined && input.socialchat !== '';
+  let key: { phone: string } | { socialchat: string };
+  if (social) key = { socialchat: input.socialchat! };
+  else {
+    const phone = canonicalPhone(input.from ?? '');
+    if (!phone.ok) throw invalid(['from'], phone.message);
+    key = { phone: phone.phone };
+  }
+  const wamid = input.providerMessageId ?? (social ? null : `wamid.SBXIN${randomUUID().replace(/-/g, '').toUpperCase()}`);
+  if (wamid) {
+    const dup = await existingByWamid(s.db, input.accountId, wamid);
+    if (dup) return dup;
+  }
+
+  const now = s.clock.now();
+  let result: InboundResult;
+  try {
+    result = await s.db.transaction().execute(async (trx) => {
+      const number = await receivingNumber(trx, input.accountId, input.phoneNumberId);
+      if (!number && !social) throw new ApiError('no_connected_number');
+
+      let { contact, created } = await contactForInbound(trx, input.accountId, key, now);
+      // The profile name fills an empty name; a name the business set is kept.
+      const profileName = input.name?.trim();
+      if (profileName && contact.name === '') {
+        contact = await trx
+          .updateTable('contacts')
+          .set({ name: profileName.slice(0, 120), updated_at: now })
+          .where('id', '=', contact.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+      }
+      if (created) {
+        await emitEvent(
+          trx,
+          {
+            accountId: input.accountId,
+            kind: 'contact.created',
+            data: { source: social ? 'socialchat' : 'inbound', contact: contactView(contact) },
+          },
+          now,
+        );
+      }
+
+      const channel = social ? 'socialchat' : 'whatsapp';
+      const phoneNumberId = social ? (input.phoneNumberId ? (number?.id ?? null) : null) : number!.id;
+      const conv = await conversationFor(trx, { accountId: input.accountId, contactId: contact.id, phoneNumberId, channel }, now);
+      // The window starts at the provider timestamp of the latest inbound message: an old
+      // timestamp (a late or re-ordered delivery) never shrinks it.
+      const conversation = await trx
+        .updateTable('conversations')
+        .set({ last_inbound_at: sql`GREATEST(last_inbound_at, ${input.timestamp}::timestamptz)` })
+        .where('id', '=', conv.id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+
+      const to = social ? (number && input.phoneNumberId ? number.phone : null) : number!.phone;
+      const message = await trx
+        .insertInto('messages')
+        .values({
+          id: newId(),
+          account_id: input.accountId,
+          conversation_id: conversation.id,
+          contact_id: contact.id,
+          phone_number_id: phoneNumberId,
+          direction: 'inbound',
+          type: input.type,
+          text: input.text,
+          to_phone: to,
+          wamid,
+          status: 'received',
+          source: social ? 'socialchat' : 'inbound',
+          provider_timestamp: input.timestamp,
+          created_at: now,
+          updated_at: now,
+        })
+        .onConflict((oc) => oc.column('wamid').where('wamid', 'is not', null).doNothing())
+        .returning('id')
+        .executeTakeFirst();
+      if (!message) throw new AlreadyStored();
+
+      const silent = SILENT_TYPES.has(input.type);
+      if (!silent) {
+        await emitEvent(
+          trx,
+          {
+            accountId: input.accountId,
+            kind: 'message.received',
+            data: {
+              id: message.id,
+              ...(social ? { source: 'socialchat' } : { wamid }),
+              conversationId: conversation.id,
+              to,
+              contact: {
+                id: contact.id,
+                name: contact.name,
+                ...(social ? { socialchat: contact.socialchat_id } : { phone: contact.phone }),
+              },
+              type: input.type,
+              text: input.text,
+              timestamp: input.timestamp.toISOString(),
+              ...(input.button ? { button: { text: input.button.text, payload: input.button.payload ?? null } } : {}),
+              ...(input.referral ? { referral: input.referral } : {}),
+            },
+          },
+          now,
+        );
+      }
+
+      // Opt-out: the template's opt-out button, or a message that is nothing but an opt-out phrase.
+      const via = input.button?.optOut ? 'button' : !silent && isOptOutPhrase(input.text) ? 'keyword' : null;
+      if (via && !contact.opted_out) {
+        contact = await trx
+          .updateTable('contacts')
+          .set({ opted_out: true, updated_at: now })
+          .where('id', '=', contact.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        await emitEvent(
+          trx,
+          {
+            accountId: input.accountId,
+            kind: 'contact.opted_out',
+            data: { contact: contactView(contact), via, text: input.text ?? input.button?.text ?? null },
+          },
+          now,
+        );
+      }
+
+      if (!silent) {
+        await openCaseForInbound(
+          trx,
+          {
+            accountId: input.accountId,
+            conversationId: conversation.id,
+            contactId: contact.id,
+            at: input.timestamp,
+            ...(input.referral ? { referral: input.referral } : {}),
+          },
+          now,
+        );
+      }
+      return { messageId: message.id, contactId: contact.id, conversationId: conversation.id, duplicate: false };
+    });
+  } catch (err) {
+    if (err instanceof AlreadyStored && wamid) {
+      const dup = await existingByWamid(s.db, input.accountId, wamid);
+      if (dup) return dup;
+    }
+    throw err;
+  }
+  s.dispatcher.wake();
+  return result;
 }

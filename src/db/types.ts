@@ -116,6 +116,16 @@ export interface CampaignsTable {
   created_at: TsDefault;
 }
 
+export interface CampaignRecipientsTable {
+  campaign_id: string;
+  contact_id: string;
+  phone: string;
+  status: Generated<string>;
+  message_id: string | null;
+  error: string | null;
+  updated_at: TsDefault;
+}
+
 export interface MessagesTable {
   id: string;
   account_id: string;
@@ -253,6 +263,10 @@ export interface WebhookDeliveriesTable {
   lease_until: Ts | null;
   last_attempt_at: Ts | null;
   last_status_code: number | null;
+  /** scheduled | manual: how the next attempt is logged (migration 0003). */
+  next_trigger: Generated<string>;
+  /** Attempt count where the current retry schedule started (a redelivery restarts it). */
+  schedule_start: Generated<number>;
   created_at: TsDefault;
   updated_at: TsDefault;
 }
@@ -301,6 +315,7 @@ export interface Database {
   templates: TemplatesTable;
   conversations: ConversationsTable;
   campaigns: CampaignsTable;
+  campaign_recipients: CampaignRecipientsTable;
   messages: MessagesTable;
   early_statuses: EarlyStatusesTable;
   pipelines: PipelinesTable;

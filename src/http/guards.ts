@@ -31,6 +31,12 @@ export function clientIp(req: FastifyRequest, trustProxy: boolean): string {
   return req.socket.remoteAddress ?? 'unknown';
 }
 
+/** An API call of the quota month: every request with a valid key, successful or not (api.md §8). */
+function countCall(req: FastifyRequest, services: Services): void {
+  req.countsAsCall = true;
+  services.usage.countApiCall(req.auth.account.id);
+}
+
 export function installPublicGuards(app: FastifyInstance, services: Services): void {
   app.decorateRequest('auth', null as unknown as AuthContext);
   app.decorateRequest('countsAsCall', false);
@@ -41,13 +47,14 @@ export function installPublicGuards(app: FastifyInstance, services: Services): v
 
     const auth = await services.auth.authenticate(bearer(req.headers.authorization));
     if (!auth) {
-      await services.limiter.invalidKey(ip);
+      // Any 401 counts for the caller's IP; the 21st within a minute blocks it (decisions.md).
+      if (await services.limiter.invalidKey(ip)) throw new ApiError('ip_blocked');
       throw new ApiError('unauthorized');
     }
     req.auth = auth;
     const { account } = auth;
     if (!planHasApi(account.plan)) {
-      req.countsAsCall = true;
+      countCall(req, services);
       throw new ApiError('plan_without_api', {
         params: { plan: account.plan },
         cause: { type: 'upgrade', reason: 'plan', resource: 'api', plan: account.plan, limit: null, used: null, suggested: 'escala' },
@@ -55,13 +62,20 @@ export function installPublicGuards(app: FastifyInstance, services: Services): v
     }
 
     const isSend = req.method === 'POST' && req.routeOptions.url === '/api/v1/messages';
-    const outcome = await services.limiter.admit({ accountId: account.id, plan: account.plan, limits: auth.limits }, { message: isSend });
+    const outcome = await services.limiter.admit(
+      { accountId: account.id, plan: account.plan, limits: auth.limits },
+      { message: isSend, recordedApiCalls: (period) => services.usage.recordedApiCalls(account.id, period) },
+    );
     for (const [k, v] of Object.entries(outcome.headers)) reply.header(k, v);
+    // A request rejected by a cap or by the quota did nothing and is not counted (api.md §7–8).
     if (outcome.error) throw outcome.error;
-    req.countsAsCall = true;
+    // Counted now, not when the response ends: it counts whatever the handler answers, and a
+    // GET /me right after sees it.
+    countCall(req, services);
   });
 
-  app.addHook('onResponse', async (req) => {
-    if (req.countsAsCall) services.usage.countApiCall(req.auth.account.id);
+  // Unknown /api/v1 routes go through the same guards: "all routes" count (api.md §8).
+  app.setNotFoundHandler(async () => {
+    throw new ApiError('route_not_found');
   });
 }

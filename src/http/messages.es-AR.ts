@@ -71,7 +71,16 @@ export const catalogue = {
   phone_number_disconnected: { status: 409, text: 'El número de envío está desconectado. Volvé a conectarlo desde la app.' },
   no_connected_number: { status: 409, text: 'Tu cuenta no tiene un número conectado. Conectá uno desde la app para enviar.' },
   contact_opted_out: { status: 409, text: 'El contacto pidió no recibir más mensajes.' },
+  send_opted_out: {
+    status: 409,
+    text: 'El contacto pidió no recibir más mensajes (optedOut): no le enviamos plantillas. Si te vuelve a escribir, respondele con texto libre dentro de las 24 horas.',
+  },
   case_closed: { status: 409, text: 'El caso ya está cerrado.' },
+  case_closed_stage: {
+    status: 409,
+    text: 'El caso ya está cerrado: no se puede cambiar de etapa. Los casos nuevos se abren cuando el cliente vuelve a escribir.',
+  },
+  campaign_not_active: { status: 409, text: 'La campaña ya terminó o fue cancelada: no hay nada que detener.' },
   idempotency_in_progress: {
     status: 409,
     text: 'Hay un pedido con la misma Idempotency-Key que todavía se está procesando. Esperá su respuesta y probá de nuevo.',
@@ -124,6 +133,35 @@ export const catalogue = {
   inbound_from_or_socialchat: { status: 400, text: 'Enviá from (teléfono) o socialchat (usuario de la red social): uno de los dos.' },
   inbound_text_required: { status: 400, text: 'Un mensaje de tipo text necesita text.' },
   timestamp_future: { status: 400, text: 'La fecha no puede estar en el futuro. Mandá la hora en que el cliente escribió.' },
+  // 400 problems of POST /contacts, Idempotency-Key and templates (issue 2)
+  attribute_key_invalid: {
+    status: 400,
+    text: 'Las claves de atributos tienen de 1 a 64 caracteres: letras sin acento, números o _. Renombrá la clave.',
+  },
+  idempotency_key_invalid: { status: 400, text: 'El encabezado Idempotency-Key tiene que tener entre 1 y 255 caracteres.' },
+  template_variables_mismatch: {
+    status: 400,
+    text: (p) => `Cada {{variable}} del cuerpo tiene que estar en variables y al revés. Revisá: ${p.names}.`,
+  },
+  template_variable_duplicate: { status: 400, text: (p) => `La variable "${p.name}" está repetida. Dejá una sola.` },
+  template_name_taken: {
+    status: 409,
+    text: (p) => `Ya existe una plantilla "${p.name}" en el idioma ${p.language}. Usá otro nombre o borrá la anterior.`,
+  },
+  delivery_skipped: {
+    status: 409,
+    text: 'Esa entrega no se envió porque se terminó la cuota mensual de entregas de webhook, y no se puede reenviar.',
+  },
+  // 400 problems of webhook URLs (issue 4, used with invalid())
+  webhook_url_scheme: { status: 400, text: 'La URL del webhook tiene que empezar con http:// o https://. Revisala.' },
+  webhook_url_private: {
+    status: 400,
+    text: 'La URL del webhook apunta a una dirección privada o local. Usá una dirección pública de internet.',
+  },
+  webhook_url_unresolvable: { status: 400, text: 'No encontramos el servidor de la URL del webhook. Revisá el nombre del dominio.' },
+  // 400 problems of pipelines and cases (issue 2, used in zod refinements)
+  pipeline_needs_open_stage: { status: 400, text: 'Agregá al menos una etapa de tipo open: ahí entran los casos nuevos.' },
+  currency_invalid: { status: 400, text: 'Usá un código de moneda de 3 letras, por ejemplo ARS o USD.' },
   database_unavailable: {
     status: 503,
     text: 'El servicio no puede llegar a su base de datos en este momento. Probá de nuevo en unos segundos.',

@@ -1,6 +1,9 @@
 // Periodic jobs (operator-api.md: POST /admin/v1/jobs/{name}/run). Each returns how many rows it
 // changed. The scheduler runs them on their own period; one runner per cluster (advisory lock).
+import { runCampaigns } from '../campaigns/service.js';
+import { runCaseTimeouts } from '../cases/timeouts.js';
 import type { Services } from '../services.js';
+import { webhooksJob } from '../webhooks/job.js';
 
 export interface Job {
   /** Milliseconds between scheduled runs. */
@@ -8,4 +11,10 @@ export interface Job {
   run(s: Services): Promise<number>;
 }
 
-export const jobs: Record<string, Job> = {};
+export const jobs: Record<string, Job> = {
+  webhooks: webhooksJob,
+  // Inactivity closing and stale → lost (cases/timeouts.ts).
+  'case-timeouts': { everyMs: 60_000, run: runCaseTimeouts },
+  // Starts due campaigns, sends a paced batch, completes finished ones (campaigns/service.ts).
+  campaigns: { everyMs: 2_000, run: runCampaigns },
+};

@@ -2,21 +2,52 @@
 // takes a PostgreSQL advisory lock for its job, so two processes never run the same job at once.
 import { sql } from 'kysely';
 import type { Services } from '../services.js';
-import { jobs } from './registry.js';
+import { type Job, jobs } from './registry.js';
 
 const LOCK_BASE = 4_242_100;
 
-export async function runJob(s: Services, name: string): Promise<number | null> {
-  const job = jobs[name];
-  if (!job) return null;
+/** Runs in flight per service container and job: one run of a job at a time in a process. */
+const inFlight = new WeakMap<Services, Map<string, Promise<number>>>();
+
+/**
+ * Runs job `name` now; null when there is no such job. One run per job at a time: across
+ * processes by a PostgreSQL advisory lock, inside the process by chaining. A scheduled tick
+ * (`wait` false) skips when a run is in progress (returns 0); a manual run (`wait`, the operator
+ * endpoint) waits for it and then runs, so its count is real.
+ */
+export function runJob(s: Services, name: string, opts: { wait?: boolean } = {}): Promise<number | null> {
+  const job = Object.hasOwn(jobs, name) ? jobs[name] : undefined;
+  if (!job) return Promise.resolve(null);
+  let mine = inFlight.get(s);
+  if (!mine) {
+    mine = new Map();
+    inFlight.set(s, mine);
+  }
+  const prev = mine.get(name);
+  if (prev && !opts.wait) return Promise.resolve(0);
+  const run = (prev ?? Promise.resolve(0)).catch(() => 0).then(() => runLocked(s, name, job, opts.wait ?? false));
+  mine.set(name, run);
+  const m = mine;
+  run
+    .finally(() => {
+      if (m.get(name) === run) m.delete(name);
+    })
+    .catch(() => {});
+  return run;
+}
+
+async function runLocked(s: Services, name: string, job: Job, wait: boolean): Promise<number> {
   const lockId = LOCK_BASE + Object.keys(jobs).indexOf(name);
   if (s.dbKind !== 'postgres') return job.run(s);
   // Session-level lock on one pooled connection, held for the run.
   return s.db.connection().execute(async (conn) => {
-    const got = await sql<{ ok: boolean }>`SELECT pg_try_advisory_lock(${lockId}) AS ok`.execute(conn);
-    if (!got.rows[0]?.ok) return 0;
+    if (wait) await sql`SELECT pg_advisory_lock(${lockId})`.execute(conn);
+    else {
+      const got = await sql<{ ok: boolean }>`SELECT pg_try_advisory_lock(${lockId}) AS ok`.execute(conn);
+      if (!got.rows[0]?.ok) return 0;
+    }
     try {
-      return await job.run({ ...s, db: s.db });
+      return await job.run(s);
     } finally {
       await sql`SELECT pg_advisory_unlock(${lockId})`.execute(conn);
     }

@@ -1,20 +1,18 @@
-// Builds the limiter for this process (memory, or Redis when REDIS_URL is set: issue "Limits").
+// Builds the limiter for this process: Redis when REDIS_URL is set (shared by every process),
+// in-process memory otherwise (docs/limits.md).
+import { type Logger, pino } from 'pino';
 import type { Config } from '../config.js';
 import type { Clock } from '../lib/clock.js';
-import type { CapOutcome, Limiter } from './types.js';
+import { MemoryLimiter } from './memory.js';
+import { RedisLimiter } from './redis.js';
+import type { Limiter } from './types.js';
 
-/** Admits everything (placeholder until the caps land). */
-class OpenLimiter implements Limiter {
-  async ipBlocked(): Promise<boolean> {
-    return false;
-  }
-  async invalidKey(): Promise<void> {}
-  async admit(): Promise<CapOutcome> {
-    return { headers: {} };
-  }
-  async close(): Promise<void> {}
-}
-
-export function createLimiter(_config: Config, _clock: Clock): Limiter {
-  return new OpenLimiter();
+export function createLimiter(config: Config, clock: Clock, log?: Logger): Limiter {
+  if (!config.REDIS_URL) return new MemoryLimiter(clock);
+  return new RedisLimiter({
+    url: config.REDIS_URL,
+    prefix: config.REDIS_KEY_PREFIX,
+    clock,
+    log: log ?? pino({ level: config.LOG_LEVEL, name: 'limits' }),
+  });
 }

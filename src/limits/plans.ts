@@ -123,10 +123,12 @@ export const planHasApi = (plan: string): boolean => isPlanId(plan) && PLANS[pla
 
 /**
  * The cheapest plan whose default for `limit` is above `needed` (decisions.md: `suggested`).
- * null when no plan solves it.
+ * With `current`, only plans above it count (an account on escala with a lowered override is
+ * pointed to enterprise, not to the plan it already has). null when no plan solves it.
  */
-export function suggestPlan(key: keyof Limits, needed: number, requireApi = true): PlanId | null {
-  for (const id of PLAN_IDS) {
+export function suggestPlan(key: keyof Limits, needed: number, requireApi = true, current?: string): PlanId | null {
+  const from = current && isPlanId(current) ? PLAN_IDS.indexOf(current) + 1 : 0;
+  for (const id of PLAN_IDS.slice(from)) {
     const p = PLANS[id];
     if (requireApi && !p.api) continue;
     const v = p.limits[key];

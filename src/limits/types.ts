@@ -1,5 +1,5 @@
 // What the HTTP guard pipeline and the services need from the limits layer (api.md §8).
-// Implementations: in-process memory, or Redis when REDIS_URL is set (issue "Limits").
+// Implementations: in-process memory (memory.ts), or Redis when REDIS_URL is set (redis.ts).
 import type { ApiError } from '../http/errors.js';
 import type { Period } from './period.js';
 import type { Limits } from './plans.js';
@@ -7,7 +7,7 @@ import type { Limits } from './plans.js';
 export interface CapOutcome {
   /** Headers for every authenticated response (X-RateLimit-*, RateLimit-Policy, RateLimit). */
   headers: Record<string, string>;
-  /** Set when a minute cap or the monthly quota rejects the request. */
+  /** Set when a minute cap or the monthly quota rejects the request (nothing was counted). */
   error?: ApiError;
 }
 
@@ -17,13 +17,26 @@ export interface AccountLimitsCtx {
   limits: Limits;
 }
 
+export interface AdmitOptions {
+  /** POST /messages: counts against the message cap too. */
+  message: boolean;
+  /**
+   * API calls of the quota month already recorded (database plus this process's unwritten
+   * batch). Seeds the shared quota counter the first time an account is seen in a period.
+   */
+  recordedApiCalls: (period: Period) => Promise<number>;
+}
+
 export interface Limiter {
   /** IP block for invalid keys: true while the IP is blocked. */
   ipBlocked(ip: string): Promise<boolean>;
-  /** Counts one 401 for the IP. */
-  invalidKey(ip: string): Promise<void>;
-  /** Minute caps and monthly quota, in the order of decisions.md; consumes only when accepted. */
-  admit(ctx: AccountLimitsCtx, opts: { message: boolean }): Promise<CapOutcome>;
+  /** Counts one 401 for the IP; true when this one blocked it (the 21st within a minute). */
+  invalidKey(ip: string): Promise<boolean>;
+  /**
+   * Minute caps, then the monthly API quota (decisions.md, order of checks). Consumes the
+   * request cap, the message cap (for a send) and one API call only when all of them admit it.
+   */
+  admit(ctx: AccountLimitsCtx, opts: AdmitOptions): Promise<CapOutcome>;
   close(): Promise<void>;
 }
 
@@ -39,6 +52,8 @@ export interface UsageSnapshot {
 export interface UsageMeter {
   /** Counts one API call (batched; may lag up to 30 s). */
   countApiCall(accountId: string): void;
+  /** API calls of the period written to the database plus this process's unwritten batch. */
+  recordedApiCalls(accountId: string, period: Period): Promise<number>;
   /** Current usage of the quota month. */
   snapshot(accountId: string): Promise<UsageSnapshot>;
   /** Writes pending counts now (shutdown, tests). */

@@ -11,6 +11,8 @@ export const FLUSH_EVERY_MS = 5_000;
 
 export class DbUsageMeter implements UsageMeter {
   private pending = new Map<string, { period: number; n: number }>();
+  /** The batch being written: still counted by snapshots until its write commits. */
+  private writing = new Map<string, { period: number; n: number }>();
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
 
@@ -35,7 +37,13 @@ export class DbUsageMeter implements UsageMeter {
 
   /** Calls counted in memory but not yet written, for this account and period. */
   pendingApiCalls(accountId: string, period: Period): number {
-    return this.pending.get(`${accountId}:${period.start.getTime()}`)?.n ?? 0;
+    const key = `${accountId}:${period.start.getTime()}`;
+    return (this.pending.get(key)?.n ?? 0) + (this.writing.get(key)?.n ?? 0);
+  }
+
+  async recordedApiCalls(accountId: string, period: Period): Promise<number> {
+    const counts = await readCounters(this.db, accountId, period);
+    return (counts.apiCalls ?? 0) + this.pendingApiCalls(accountId, period);
   }
 
   flush(): Promise<void> {
@@ -47,6 +55,7 @@ export class DbUsageMeter implements UsageMeter {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
+    this.writing = batch;
     const rows = [...batch.entries()].map(([key, v]) => ({
       account_id: key.slice(0, key.indexOf(':')),
       period_start: new Date(v.period),
@@ -69,6 +78,8 @@ export class DbUsageMeter implements UsageMeter {
         else this.pending.set(k, v);
       }
       throw e;
+    } finally {
+      this.writing = new Map();
     }
   }
 

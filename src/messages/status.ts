@@ -53,6 +53,36 @@ export const isDeliveryStatus = (s: string): s is DeliveryStatus => s in FROM;
 type Applied = MessageRow & { previous: string };
 
 /**
+ * Campaign counters follow the status machine (decisions.md "Campaigns": counters from status
+ * reports). Called in the transaction that moved one message of the campaign from `previous` to
+ * `next`; `sent` is counted by the campaign sender when the provider accepts. A jump sent → read
+ * counts as delivered too (read implies it arrived, so delivered ≥ read); a failure after
+ * delivery keeps it counted as delivered.
+ */
+export async function bumpCampaignCounters(trx: Trx, campaignId: string, previous: string, next: DeliveryStatus): Promise<void> {
+  const delivered = (next === 'delivered' || next === 'read') && previous !== 'delivered' && previous !== 'read' ? 1 : 0;
+  const read = next === 'read' ? 1 : 0;
+  const failed = next === 'failed' ? 1 : 0;
+  if (delivered + read + failed === 0) return;
+  await sql`
+    UPDATE campaigns SET
+      delivered = delivered + ${delivered}::int,
+      read = read + ${read}::int,
+      failed = failed + ${failed}::int
+    WHERE id = ${campaignId}`.execute(trx);
+}
+
+/** Provider code 131050: the contact stopped accepting marketing (decisions.md "Channel"). */
+export async function markMarketingOptOut(trx: Trx, contactId: string, now: Date): Promise<void> {
+  await trx
+    .updateTable('contacts')
+    .set({ marketing_opt_out: true, updated_at: now })
+    .where('id', '=', contactId)
+    .where('marketing_opt_out', '=', false)
+    .execute();
+}
+
+/**
  * Moves the outbound message with `wamid` to `r.status` if the machine allows it, with its side
  * effects (campaign counters, marketingOptOut on 131050) and the `message.status` event, in `trx`.
  */
@@ -81,24 +111,8 @@ async function applyInTrx(trx: Trx, r: StatusReport, now: Date): Promise<Applied
   const m = rows[0];
   if (!m) return null;
 
-  if (m.campaign_id) {
-    // A jump sent → read counts as delivered too: read implies it arrived (delivered ≥ read).
-    const delivered = (r.status === 'delivered' || r.status === 'read') && m.previous !== 'delivered' ? 1 : 0;
-    await sql`
-      UPDATE campaigns SET
-        delivered = delivered + ${delivered}::int,
-        read = read + ${r.status === 'read' ? 1 : 0}::int,
-        failed = failed + ${r.status === 'failed' ? 1 : 0}::int
-      WHERE id = ${m.campaign_id}`.execute(trx);
-  }
-  if (r.status === 'failed' && code === MARKETING_BLOCKED) {
-    await trx
-      .updateTable('contacts')
-      .set({ marketing_opt_out: true, updated_at: now })
-      .where('id', '=', m.contact_id)
-      .where('marketing_opt_out', '=', false)
-      .execute();
-  }
+  if (m.campaign_id) await bumpCampaignCounters(trx, m.campaign_id, m.previous, r.status);
+  if (r.status === 'failed' && code === MARKETING_BLOCKED) await markMarketingOptOut(trx, m.contact_id, now);
   await emitEvent(
     trx,
     {

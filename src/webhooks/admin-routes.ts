@@ -1,4 +1,125 @@
 // Operator API: webhook subscriptions, deliveries, test event (operator-api.md, "Webhooks").
-import type { RoutesFn } from '../http/schemas.js';
+import { z } from 'zod';
+import { accountOr404 } from '../accounts/admin-routes.js';
+import { CursorQuery, errors, IdParams, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';
+import { EVENT_KINDS } from './outbox.js';
+import {
+  createWebhook,
+  deleteWebhook,
+  deliveryDetail,
+  getWebhook,
+  listDeliveries,
+  listWebhooks,
+  redeliver,
+  rotateSecret,
+  sendTestEvent,
+  updateWebhook,
+  webhookView,
+} from './service.js';
 
-export const webhookAdminRoutes: RoutesFn = (_app, _s) => {};
+const tags = ['Operator: webhooks'];
+const WebhookUrl = z.string().trim().min(1).max(2048).describe('http(s) URL that receives the events').meta({ example: 'https://example.com/hooks/chasqui' });
+const Events = z
+  .array(z.enum(EVENT_KINDS))
+  .max(EVENT_KINDS.length * 2)
+  .nullable()
+  .describe('Event kinds this URL receives; null or empty: all');
+const WebhookParams = z.object({ id: Uuid, wid: Uuid });
+const DeliveryParams = z.object({ id: Uuid, wid: Uuid, did: Uuid });
+
+const WebhookView = z.object({
+  id: Uuid,
+  url: z.string(),
+  events: z.array(z.string()).nullable(),
+  enabled: z.boolean(),
+  disabledReason: z.string().nullable().describe('manual | gone (the receiver answered 410) | failing (5 days of failures)'),
+  createdAt: Timestamp,
+});
+const Delivery = z.object({
+  id: Uuid,
+  eventId: Uuid.describe('The envelope id, sent as webhook-id'),
+  event: z.string(),
+  status: z.string().describe('pending | succeeded | failed | skipped (not queued: monthly quota used up)'),
+  skipReason: z.string().nullable(),
+  attempts: z.number().int(),
+  lastAttemptAt: Timestamp.nullable(),
+  nextAttemptAt: Timestamp.nullable(),
+  lastStatusCode: z.number().int().nullable(),
+  createdAt: Timestamp,
+});
+const Attempt = z.object({
+  attempt: z.number().int(),
+  trigger: z.string().describe('scheduled | manual'),
+  statusCode: z.number().int().nullable(),
+  durationMs: z.number().int(),
+  responseExcerpt: z.string().nullable().describe('First 2 KB of the answer'),
+  error: z.string().nullable(),
+  at: Timestamp,
+});
+
+export const webhookAdminRoutes: RoutesFn = (app, s) => {
+  app.post(
+    '/accounts/:id/webhooks',
+    {
+      schema: {
+        tags,
+        params: IdParams,
+        body: z.object({ url: WebhookUrl, events: Events.optional() }),
+        response: { 201: WebhookView.extend({ secret: z.string().describe('whsec_… signing secret') }), ...errors(400, 402, 404) },
+      },
+    },
+    async (req, reply) => reply.code(201).send(await createWebhook(s, await accountOr404(s, req.params.id), req.body)),
+  );
+
+  app.get('/accounts/:id/webhooks', { schema: { tags, params: IdParams } }, async (req) => {
+    await accountOr404(s, req.params.id);
+    return { data: await listWebhooks(s.db, req.params.id) };
+  });
+
+  app.get('/accounts/:id/webhooks/:wid', { schema: { tags, params: WebhookParams } }, async (req) =>
+    webhookView(await getWebhook(s.db, req.params.id, req.params.wid)),
+  );
+
+  app.patch(
+    '/accounts/:id/webhooks/:wid',
+    {
+      schema: {
+        tags,
+        params: WebhookParams,
+        body: z.object({ url: WebhookUrl.optional(), events: Events.optional(), enabled: z.boolean().optional() }),
+        response: { 200: WebhookView, ...errors(400, 404) },
+      },
+    },
+    async (req) => updateWebhook(s, req.params.id, req.params.wid, req.body),
+  );
+
+  app.delete('/accounts/:id/webhooks/:wid', { schema: { tags, params: WebhookParams } }, async (req, reply) => {
+    await deleteWebhook(s, req.params.id, req.params.wid);
+    return reply.code(204).send();
+  });
+
+  app.post('/accounts/:id/webhooks/:wid/rotate-secret', { schema: { tags, params: WebhookParams } }, async (req) =>
+    rotateSecret(s, req.params.id, req.params.wid),
+  );
+
+  app.post('/accounts/:id/webhooks/:wid/test', { schema: { tags, params: WebhookParams } }, async (req, reply) =>
+    reply.code(202).send(await sendTestEvent(s, req.params.id, req.params.wid)),
+  );
+
+  app.get(
+    '/accounts/:id/webhooks/:wid/deliveries',
+    { schema: { tags, params: WebhookParams, querystring: CursorQuery, response: { 200: z.object({ data: z.array(Delivery) }) } } },
+    async (req) => listDeliveries(s.db, req.params.id, req.params.wid, req.query),
+  );
+
+  app.get(
+    '/accounts/:id/webhooks/:wid/deliveries/:did',
+    { schema: { tags, params: DeliveryParams, response: { 200: Delivery.extend({ attemptLog: z.array(Attempt) }) } } },
+    async (req) => deliveryDetail(s.db, req.params.id, req.params.wid, req.params.did),
+  );
+
+  app.post('/accounts/:id/webhooks/:wid/deliveries/:did/redeliver', { schema: { tags, params: DeliveryParams } }, async (req, reply) => {
+    await redeliver(s, req.params.id, req.params.wid, req.params.did);
+    return reply.code(202).send({ queued: true });
+  });
+};

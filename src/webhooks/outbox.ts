@@ -1,20 +1,34 @@
 // The outbox (decisions.md, "Webhooks"): an event row written in the same transaction as the
-// change it reports, fanned out to one delivery per enabled subscribed URL of the account.
+// change it reports, fanned out to one delivery per enabled subscribed URL of the account. The
+// monthly delivery quota is checked here, when deliveries are queued (api.md §6, §8).
 import { sql } from 'kysely';
 import type { Executor } from '../db/index.js';
 import { newId } from '../lib/ids.js';
+import { quotaPeriod } from '../limits/period.js';
+import { effectiveLimits, planHasApi } from '../limits/plans.js';
 
-export type EventKind =
-  | 'message.received'
-  | 'message.status'
-  | 'contact.created'
-  | 'contact.opted_out'
-  | 'campaign.completed'
-  | 'case.opened'
-  | 'case.classified'
-  | 'case.closed'
-  | 'case.outcome'
-  | 'case.stage_changed';
+export const EVENT_KINDS = [
+  'message.received',
+  'message.status',
+  'contact.created',
+  'contact.opted_out',
+  'campaign.completed',
+  'automation.completed',
+  'automation.failed',
+  'agent.goal_reached',
+  'agent.handed_off',
+  'agent.conversation_reviewed',
+  'case.opened',
+  'case.classified',
+  'case.closed',
+  'case.outcome',
+  'case.stage_changed',
+] as const;
+export type EventKind = (typeof EVENT_KINDS)[number];
+
+/** decisions.md: `data` above 262,144 bytes serialised is replaced by a truncation marker. */
+export const MAX_DATA_BYTES = 262_144;
+export const DELIVERY_QUOTA_RESOURCE = 'webhookDeliveries';
 
 export interface NewEvent {
   accountId: string;
@@ -25,22 +39,73 @@ export interface NewEvent {
   webhookId?: string;
 }
 
+/** The stored (and sent) `data`: the JSON text, or the truncation marker when it is too big. */
+export function eventDataJson(data: Record<string, unknown>): string {
+  const json = JSON.stringify(data);
+  // Byte length only matters when the text could be over the limit (UTF-8 is ≤ 3 bytes per unit).
+  if (json.length * 3 <= MAX_DATA_BYTES) return json;
+  const size = Buffer.byteLength(json);
+  return size > MAX_DATA_BYTES ? JSON.stringify({ truncated: true, id: null, size }) : json;
+}
+
 /**
  * Writes the event and its deliveries inside `trx`. Callers wake the dispatcher after commit
  * (`services.dispatcher.wake()`); the dispatcher's poll finds them anyway.
+ * Two statements when the account has no subscribed URL; deliveries past the month's quota are
+ * recorded as `skipped` (reason `quota`) and never sent.
  */
 export async function emitEvent(trx: Executor, e: NewEvent, now: Date): Promise<string> {
   const id = newId();
   await trx
     .insertInto('events')
-    .values({ id, account_id: e.accountId, kind: e.kind, data: JSON.stringify(e.data), test: e.test ?? false, created_at: now })
+    .values({ id, account_id: e.accountId, kind: e.kind, data: eventDataJson(e.data), test: e.test ?? false, created_at: now })
     .execute();
-  await sql`
-    INSERT INTO webhook_deliveries (id, event_id, webhook_id, account_id, status, next_attempt_at, created_at, updated_at)
-    SELECT gen_random_uuid(), ${id}, w.id, w.account_id, 'pending', ${now}, ${now}, ${now}
-    FROM webhooks w
-    WHERE w.account_id = ${e.accountId} AND w.enabled AND w.deleted_at IS NULL
-      AND (w.events IS NULL OR ${e.kind} = ANY (w.events))
-      AND (${e.webhookId ?? null}::uuid IS NULL OR w.id = ${e.webhookId ?? null}::uuid)`.execute(trx);
+  const target = await sql<{ plan: string; limits: Record<string, number | null>; subs: string[] }>`
+    SELECT a.plan, a.limits, ARRAY(
+      SELECT w.id::text FROM webhooks w
+      WHERE w.account_id = a.id AND w.enabled AND w.deleted_at IS NULL
+        AND (w.events IS NULL OR ${e.kind} = ANY (w.events))
+        AND (${e.webhookId ?? null}::uuid IS NULL OR w.id = ${e.webhookId ?? null}::uuid)
+      ORDER BY w.id) AS subs
+    FROM accounts a WHERE a.id = ${e.accountId}`.execute(trx);
+  const row = target.rows[0];
+  // api.md §1: only plans with the API include webhooks.
+  if (!row || row.subs.length === 0 || !planHasApi(row.plan)) return id;
+
+  const n = row.subs.length;
+  const period = quotaPeriod(now);
+  const limit = effectiveLimits(row.plan, row.limits).webhookDeliveriesPerMonth;
+  let allowed = n;
+  if (limit !== null) {
+    // Lock the month's counter row so concurrent writers of this account queue within the quota.
+    const cur = await sql<{ count: number | string }>`
+      INSERT INTO usage_counters (account_id, period_start, resource, count)
+      VALUES (${e.accountId}, ${period.start}, ${DELIVERY_QUOTA_RESOURCE}, 0)
+      ON CONFLICT (account_id, period_start, resource) DO UPDATE SET count = usage_counters.count
+      RETURNING count`.execute(trx);
+    allowed = Math.max(0, Math.min(n, limit - Number(cur.rows[0]?.count ?? 0)));
+  }
+  await trx
+    .insertInto('webhook_deliveries')
+    .values(
+      row.subs.map((webhookId, i) => ({
+        id: newId(),
+        event_id: id,
+        webhook_id: webhookId,
+        account_id: e.accountId,
+        status: i < allowed ? 'pending' : 'skipped',
+        skip_reason: i < allowed ? null : 'quota',
+        next_attempt_at: i < allowed ? now : null,
+        created_at: now,
+        updated_at: now,
+      })),
+    )
+    .execute();
+  if (allowed > 0) {
+    await sql`
+      INSERT INTO usage_counters (account_id, period_start, resource, count)
+      VALUES (${e.accountId}, ${period.start}, ${DELIVERY_QUOTA_RESOURCE}, ${allowed})
+      ON CONFLICT (account_id, period_start, resource) DO UPDATE SET count = usage_counters.count + excluded.count`.execute(trx);
+  }
   return id;
 }

@@ -33,8 +33,20 @@ export class GraphNetworkError extends Error {
   }
 }
 
+/** The Graph version used when GRAPH_API_URL names none (Meta keeps each version ≥ 2 years). */
+export const DEFAULT_GRAPH_VERSION = 'v24.0';
+
+/**
+ * GRAPH_API_URL with a version segment: kept as is when it ends in one (`…/v24.0`), else
+ * DEFAULT_GRAPH_VERSION is added (`http://fake:8080` → `http://fake:8080/v24.0`).
+ */
+export function graphBase(url: string): string {
+  const base = url.replace(/\/+$/, '');
+  return /\/v\d+(\.\d+)?$/.test(base) ? base : `${base}/${DEFAULT_GRAPH_VERSION}`;
+}
+
 export interface GraphClientOptions {
-  /** Base URL with the version segment, e.g. https://graph.facebook.com/v21.0 */
+  /** GRAPH_API_URL, with or without the version segment (see graphBase). */
   baseUrl: string;
   connectTimeoutMs?: number;
   /** Whole request, from connect to the last byte of the answer. */
@@ -47,7 +59,7 @@ export class GraphClient {
   private readonly timeoutMs: number;
 
   constructor(opts: GraphClientOptions) {
-    this.base = opts.baseUrl.replace(/\/+$/, '');
+    this.base = graphBase(opts.baseUrl);
     this.timeoutMs = opts.timeoutMs ?? 15_000;
     const connectTimeout = Math.min(opts.connectTimeoutMs ?? 5_000, this.timeoutMs);
     this.agent = new Agent({ connect: { timeout: connectTimeout }, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs });

@@ -9,7 +9,7 @@ import { GraphClient } from './graph.js';
 import { buildSendBody, wamidFrom } from './payload.js';
 
 export interface CloudProviderOptions {
-  /** Defaults: GRAPH_API_URL, connect 5 s, whole request 15 s. */
+  /** Defaults: GRAPH_API_URL, connect 5 s, whole request GRAPH_TIMEOUT_MS (15 s). */
   baseUrl?: string;
   connectTimeoutMs?: number;
   timeoutMs?: number;
@@ -29,7 +29,7 @@ export class CloudProvider implements ChannelProvider {
     this.graph = new GraphClient({
       baseUrl: opts.baseUrl ?? services.config.GRAPH_API_URL,
       connectTimeoutMs: opts.connectTimeoutMs,
-      timeoutMs: opts.timeoutMs,
+      timeoutMs: opts.timeoutMs ?? services.config.GRAPH_TIMEOUT_MS,
     });
   }
 

@@ -4,36 +4,62 @@
 // template updates set a state.
 import { receiveInbound } from '../../conversations/inbound.js';
 import type { PhoneNumberRow } from '../../db/types.js';
-import { reportStatus } from '../../messages/status.js';
+import { ApiError } from '../../http/errors.js';
+import { mostAdvanced, reportStatus } from '../../messages/status.js';
 import type { Services } from '../../services.js';
-import { type ParsedItem, parseWebhook } from './payload.js';
+import { type ParsedMessage, type ParsedStatus, parseWebhook } from './payload.js';
 import { verifySignature } from './signature.js';
 import { applyTemplateUpdate } from './templates.js';
 
-/** Provider code: the recipient stopped accepting marketing messages (decisions.md "Channel"). */
-export const MARKETING_OPT_OUT_CODE = 131050;
-
 export interface ReceiveOutcome {
-  /** No number of the payload verified the signature (or none is ours): answer 401. */
+  /** The signature matches no app secret of the numbers (or WABAs) the payload names: answer 401, nothing done. */
   unauthorized: boolean;
   messages: number;
   duplicates: number;
   statuses: number;
   templates: number;
   skipped: number;
+  /** Items that failed for a reason other than our own rules: answer 500 so Meta sends the batch again. */
+  failed: number;
+}
+
+/** Does the signature match the app secret of any cloud number? (Payloads that name none of ours.) */
+export async function signedByAnyNumber(s: Services, raw: Buffer, signature: string | undefined): Promise<boolean> {
+  if (!signature) return false;
+  const rows = await s.db
+    .selectFrom('phone_numbers')
+    .select('cloud_app_secret')
+    .distinct()
+    .where('provider', '=', 'cloud')
+    .where('cloud_app_secret', 'is not', null)
+    .execute();
+  return rows.some((r) => verifySignature(raw, signature, r.cloud_app_secret!));
 }
 
 export async function handleWebhook(s: Services, raw: Buffer, payload: unknown, signature: string | undefined): Promise<ReceiveOutcome> {
   const now = s.clock.now();
   const { items, skipped } = parseWebhook(payload, now);
-  const outcome: ReceiveOutcome = { unauthorized: false, messages: 0, duplicates: 0, statuses: 0, templates: 0, skipped: skipped.length };
+  const outcome: ReceiveOutcome = {
+    unauthorized: false,
+    messages: 0,
+    duplicates: 0,
+    statuses: 0,
+    templates: 0,
+    skipped: skipped.length,
+    failed: 0,
+  };
   if (skipped.length > 0) s.log.debug({ skipped }, 'cloud webhook: parts skipped');
 
   const graphIds = [...new Set(items.flatMap((i) => (i.kind === 'template' ? [] : [i.graphPhoneNumberId])))];
   const wabaIds = [...new Set(items.flatMap((i) => (i.kind === 'template' ? [i.wabaId] : [])))];
   const [byGraphId, byWaba] = await Promise.all([
     graphIds.length > 0
-      ? s.db.selectFrom('phone_numbers').selectAll().where('cloud_phone_number_id', 'in', graphIds).execute()
+      ? s.db
+          .selectFrom('phone_numbers')
+          .selectAll()
+          .where('provider', '=', 'cloud')
+          .where('cloud_phone_number_id', 'in', graphIds)
+          .execute()
       : Promise.resolve([] as PhoneNumberRow[]),
     wabaIds.length > 0
       ? s.db.selectFrom('phone_numbers').selectAll().where('provider', '=', 'cloud').where('cloud_waba_id', 'in', wabaIds).execute()
@@ -58,93 +84,107 @@ export async function handleWebhook(s: Services, raw: Buffer, payload: unknown, 
     if (!list.includes(n.account_id)) list.push(n.account_id);
     wabaAccounts.set(n.cloud_waba_id!, list);
   }
-  if (items.length > 0 && numbers.size === 0 && wabaAccounts.size === 0) {
-    outcome.unauthorized = true;
-    return outcome;
-  }
-  if (items.length === 0) {
-    // Nothing to route (e.g. Meta's test ping for another field): accept only a body signed by one of ours.
-    outcome.unauthorized = !(await anySecretVerifies(s, raw, signature));
+  if (numbers.size === 0 && wabaAccounts.size === 0) {
+    // Nothing of ours verified. A body signed by one of our apps that names no number of ours
+    // (Meta's test ping, a number removed here) is acknowledged and ignored; anything else is refused.
+    outcome.unauthorized = !(await signedByAnyNumber(s, raw, signature));
+    if (!outcome.unauthorized) outcome.skipped += items.length;
     return outcome;
   }
 
-  for (const item of items) await processItem(s, item, numbers, wabaAccounts, outcome);
-  if (outcome.messages + outcome.statuses + outcome.templates > 0) s.dispatcher.wake();
+  const messages: ParsedMessage[] = [];
+  const statuses: ParsedStatus[] = [];
+  for (const item of items) {
+    if (item.kind === 'template') {
+      const accounts = wabaAccounts.get(item.wabaId);
+      if (!accounts) {
+        outcome.skipped += 1;
+        continue;
+      }
+      const changed = await guarded(s, outcome, () => applyTemplateUpdate(s, accounts, item));
+      if (changed !== undefined) outcome.templates += changed;
+      s.log.info({ wabaId: item.wabaId, templateId: item.templateId, status: item.status, changed }, 'cloud template update');
+    } else if (!numbers.has(item.graphPhoneNumberId)) {
+      s.log.warn({ graphPhoneNumberId: item.graphPhoneNumberId }, 'cloud webhook for a number that is not ours or not verified');
+      outcome.skipped += 1;
+    } else if (item.kind === 'message') messages.push(item);
+    else statuses.push(item);
+  }
+
+  // One customer's messages in payload order; different customers side by side (PostgreSQL runs them in parallel).
+  const byCustomer = new Map<string, ParsedMessage[]>();
+  for (const m of messages) {
+    const k = `${m.graphPhoneNumberId}:${m.from}`;
+    byCustomer.set(k, [...(byCustomer.get(k) ?? []), m]);
+  }
+  await eachLimited([...byCustomer.values()], PARALLEL, async (list) => {
+    for (const m of list) await guarded(s, outcome, () => processMessage(s, m, numbers.get(m.graphPhoneNumberId)!, outcome));
+  });
+
+  // Several reports of one message in one batch: only the most advanced is applied (api.md §3: one event).
+  const byWamid = new Map<string, ParsedStatus[]>();
+  for (const st of statuses) byWamid.set(st.wamid, [...(byWamid.get(st.wamid) ?? []), st]);
+  await eachLimited([...byWamid.values()], PARALLEL, async (group) => {
+    const pick = mostAdvanced(group)!;
+    outcome.skipped += group.length - 1;
+    await guarded(s, outcome, () => processStatus(s, pick, numbers.get(pick.graphPhoneNumberId)!, outcome));
+  });
   return outcome;
 }
 
-async function processItem(
-  s: Services,
-  item: ParsedItem,
-  numbers: Map<string, PhoneNumberRow>,
-  wabaAccounts: Map<string, string[]>,
-  outcome: ReceiveOutcome,
-): Promise<void> {
-  if (item.kind === 'template') {
-    const accounts = wabaAccounts.get(item.wabaId);
-    if (!accounts) {
+/** Items of one webhook processed at the same time (well under the database pool). */
+const PARALLEL = 4;
+
+async function eachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+/** Runs one item; our own refusals (ApiError: e.g. an invalid phone) are logged and skipped, other failures counted. */
+async function guarded<T>(s: Services, outcome: ReceiveOutcome, fn: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof ApiError) {
+      s.log.warn({ code: err.code }, 'cloud webhook item refused');
       outcome.skipped += 1;
-      return;
+    } else {
+      s.log.error({ err }, 'cloud webhook item failed');
+      outcome.failed += 1;
     }
-    const changed = await applyTemplateUpdate(s, accounts, item);
-    outcome.templates += changed;
-    s.log.info({ wabaId: item.wabaId, templateId: item.templateId, status: item.status, changed }, 'cloud template update');
-    return;
+    return undefined;
   }
-  const number = numbers.get(item.graphPhoneNumberId);
-  if (!number) {
-    s.log.warn({ graphPhoneNumberId: item.graphPhoneNumberId }, 'cloud webhook for a number that is not ours or not verified');
-    outcome.skipped += 1;
-    return;
-  }
-  if (item.kind === 'message') {
-    const r = await receiveInbound(s, {
-      accountId: number.account_id,
-      phoneNumberId: number.id,
-      from: item.from,
-      ...(item.name ? { name: item.name } : {}),
-      providerMessageId: item.wamid,
-      type: item.type,
-      text: item.text,
-      timestamp: item.timestamp,
-      ...(item.button ? { button: item.button } : {}),
-      ...(item.referral ? { referral: item.referral } : {}),
-    });
-    if (r.duplicate) outcome.duplicates += 1;
-    else outcome.messages += 1;
-    return;
-  }
+}
+
+async function processMessage(s: Services, item: ParsedMessage, number: PhoneNumberRow, outcome: ReceiveOutcome): Promise<void> {
+  const r = await receiveInbound(s, {
+    accountId: number.account_id,
+    phoneNumberId: number.id,
+    from: item.from,
+    ...(item.name ? { name: item.name } : {}),
+    providerMessageId: item.wamid,
+    type: item.type,
+    text: item.text,
+    timestamp: item.timestamp,
+    ...(item.button ? { button: item.button } : {}),
+    ...(item.referral ? { referral: item.referral } : {}),
+  });
+  if (r.duplicate) outcome.duplicates += 1;
+  else outcome.messages += 1;
+}
+
+async function processStatus(s: Services, item: ParsedStatus, number: PhoneNumberRow, outcome: ReceiveOutcome): Promise<void> {
   // A status names a wamid: it must be one this number sent (or not stored yet: an early report).
-  const msg = await s.db
-    .selectFrom('messages')
-    .select(['id', 'phone_number_id', 'contact_id'])
-    .where('wamid', '=', item.wamid)
-    .executeTakeFirst();
+  const msg = await s.db.selectFrom('messages').select(['id', 'phone_number_id']).where('wamid', '=', item.wamid).executeTakeFirst();
   if (msg && msg.phone_number_id !== null && msg.phone_number_id !== number.id) {
     s.log.warn({ wamid: item.wamid, phoneNumberId: number.id }, 'cloud status for a message of another number: ignored');
     outcome.skipped += 1;
     return;
   }
+  // The machine applies 131050 → marketingOptOut in the same transaction as the status.
   await reportStatus(s, { wamid: item.wamid, status: item.status, code: item.code, at: item.timestamp });
-  if (msg && item.status === 'failed' && item.code === MARKETING_OPT_OUT_CODE) {
-    await s.db
-      .updateTable('contacts')
-      .set({ marketing_opt_out: true, updated_at: s.clock.now() })
-      .where('id', '=', msg.contact_id)
-      .where('marketing_opt_out', '=', false)
-      .execute();
-  }
   outcome.statuses += 1;
-}
-
-async function anySecretVerifies(s: Services, raw: Buffer, signature: string | undefined): Promise<boolean> {
-  if (!signature) return false;
-  const rows = await s.db
-    .selectFrom('phone_numbers')
-    .select('cloud_app_secret')
-    .distinct()
-    .where('provider', '=', 'cloud')
-    .where('cloud_app_secret', 'is not', null)
-    .execute();
-  return rows.some((r) => verifySignature(raw, signature, r.cloud_app_secret!));
 }

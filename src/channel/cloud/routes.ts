@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import type { RoutesFn } from '../../http/schemas.js';
-import { handleWebhook } from './receiver.js';
+import { handleWebhook, signedByAnyNumber } from './receiver.js';
 
 const PATH = '/channels/whatsapp/webhook';
 
@@ -61,11 +61,14 @@ export const cloudReceiverRoutes: RoutesFn = (app, s) => {
       try {
         payload = JSON.parse(raw.toString('utf8'));
       } catch {
-        throw new ApiError('invalid_json');
+        // Unsigned garbage is an authentication failure, not our parser's business.
+        throw new ApiError((await signedByAnyNumber(s, raw, sig)) ? 'invalid_json' : 'cloud_signature_invalid');
       }
       const outcome = await handleWebhook(s, raw, payload, sig);
       if (outcome.unauthorized) throw new ApiError('cloud_signature_invalid');
       req.log.debug({ ...outcome }, 'cloud webhook processed');
+      // A failure that was not our own refusal: 500 makes Meta send the batch again (processing is idempotent).
+      if (outcome.failed > 0) throw new Error(`cloud webhook: ${outcome.failed} item(s) failed`);
       return reply.code(200).send({ received: true });
     },
   );

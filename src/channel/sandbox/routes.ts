@@ -1,4 +1,116 @@
-// Operator API: the sandbox channel (operator-api.md, "Sandbox channel").
-import type { RoutesFn } from '../../http/schemas.js';
+// Operator API: the sandbox channel (operator-api.md, "Sandbox channel"). Only registered with
+// CHANNEL_PROVIDER=sandbox. The inbound route runs the real inbound path; the status route is the
+// provider reporting a delivery status (the real status machine).
+import { z } from 'zod';
+import { accountOr404 } from '../../accounts/admin-routes.js';
+import { receiveInbound } from '../../conversations/inbound.js';
+import { invalid } from '../../http/errors.js';
+import { textFor } from '../../http/messages.es-AR.js';
+import { type RoutesFn, Uuid } from '../../http/schemas.js';
+import { reportStatus } from '../../messages/status.js';
 
-export const sandboxAdminRoutes: RoutesFn = (_app, _s) => {};
+/** A little clock skew is tolerated; a timestamp further ahead is a mistake of the caller. */
+const FUTURE_SKEW_MS = 60_000;
+
+const IsoDate = z.iso.datetime({ offset: true });
+
+const InboundBody = z
+  .object({
+    accountId: Uuid,
+    from: z.string().optional().describe('The customer phone, international format'),
+    socialchat: z.string().trim().min(1).max(200).optional().describe('A social-channel user id instead of a phone'),
+    text: z.string().max(4096).optional(),
+    type: z.string().trim().min(1).max(40).default('text').describe('text, image, button, interactive, reaction, …'),
+    name: z.string().max(200).optional().describe('Profile name'),
+    timestamp: IsoDate.optional().describe('When the customer sent it (default now; may be in the past)'),
+    phoneNumberId: Uuid.optional().describe('The receiving number (default: the account default)'),
+    wamid: z.string().trim().min(1).max(200).optional().describe('Provider message id (the same one twice is stored once)'),
+    button: z
+      .object({ text: z.string().min(1).max(200), payload: z.string().max(1000).optional(), optOut: z.boolean().optional() })
+      .optional()
+      .describe('A tapped template button; optOut: true is the template opt-out button'),
+    referral: z
+      .object({ id: z.string().max(200), headline: z.string().max(1000), sourceUrl: z.string().max(2000) })
+      .optional()
+      .describe('The ad that brought the customer'),
+  })
+  .superRefine((b, ctx) => {
+    if ((b.from === undefined) === (b.socialchat === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['from'], message: textFor('inbound_from_or_socialchat') });
+    }
+    if (b.type === 'text' && (b.text === undefined || b.text.trim() === '') && !b.button) {
+      ctx.addIssue({ code: 'custom', path: ['text'], message: textFor('inbound_text_required') });
+    }
+  });
+
+const StatusBody = z.object({
+  wamid: z.string().trim().min(1).max(200),
+  status: z.enum(['sent', 'delivered', 'read', 'failed']),
+  code: z.number().int().optional().describe('Provider code (with failed)'),
+  timestamp: IsoDate.optional().describe('When it happened (default now)'),
+});
+
+export const sandboxAdminRoutes: RoutesFn = (app, s) => {
+  if (s.config.CHANNEL_PROVIDER !== 'sandbox') return;
+
+  app.post(
+    '/sandbox/inbound',
+    {
+      schema: {
+        summary: 'A customer writes through the sandbox (runs the real inbound path)',
+        tags: ['Sandbox'],
+        body: InboundBody,
+        response: { 201: z.object({ messageId: Uuid, contactId: Uuid, conversationId: Uuid, duplicate: z.boolean() }) },
+      },
+    },
+    async (req, reply) => {
+      const b = req.body;
+      await accountOr404(s, b.accountId);
+      const now = s.clock.now();
+      const timestamp = b.timestamp ? new Date(b.timestamp) : now;
+      if (timestamp.getTime() > now.getTime() + FUTURE_SKEW_MS) throw invalid(['timestamp'], textFor('timestamp_future'));
+      const type = b.button && b.type === 'text' ? 'button' : b.type;
+      const r = await receiveInbound(s, {
+        accountId: b.accountId,
+        phoneNumberId: b.phoneNumberId ?? null,
+        ...(b.from !== undefined ? { from: b.from } : {}),
+        ...(b.socialchat !== undefined ? { socialchat: b.socialchat } : {}),
+        ...(b.name !== undefined ? { name: b.name } : {}),
+        ...(b.wamid !== undefined ? { providerMessageId: b.wamid } : {}),
+        type,
+        text: b.text ?? b.button?.text ?? null,
+        timestamp,
+        ...(b.button ? { button: b.button } : {}),
+        ...(b.referral ? { referral: b.referral } : {}),
+      });
+      return reply.code(201).send(r);
+    },
+  );
+
+  app.post(
+    '/sandbox/status',
+    {
+      schema: {
+        summary: 'The sandbox provider reports a delivery status for a wamid',
+        description:
+          'Forward only (sent < delivered < read; failed after sent or delivered, final). A report for a wamid no send has stored yet is kept and applied when it is.',
+        tags: ['Sandbox'],
+        body: StatusBody,
+        response: {
+          200: z.object({
+            applied: z.boolean().describe('The status moved and one message.status event was written'),
+            early: z.boolean().describe('No message has this wamid yet: kept for when the send stores it'),
+            status: z.string().nullable(),
+            messageId: Uuid.nullable(),
+          }),
+        },
+      },
+    },
+    async (req) => {
+      const b = req.body;
+      const at = b.timestamp ? new Date(b.timestamp) : s.clock.now();
+      const out = await reportStatus(s, { wamid: b.wamid, status: b.status, code: b.code ?? null, at });
+      return { applied: out.applied, early: out.early ?? false, status: out.status ?? null, messageId: out.messageId ?? null };
+    },
+  );
+};

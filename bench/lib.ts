@@ -1,0 +1,205 @@
+// Shared parts of `npm run bench` and `npm run faults`: a real server in a child process (the
+// built CLI, exactly what `npm start` runs), a fresh database per run, the operator API, and
+// autocannon runs reduced to the few numbers we print.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import pg from 'pg';
+
+export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef0123';
+const ROOT = new URL('..', import.meta.url).pathname;
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A fresh PostgreSQL database under `base` (dropped by the returned function), or null on PGlite. */
+export async function freshDatabase(base: string | undefined, tag: string): Promise<{ url: string; drop(): Promise<void> } | null> {
+  if (!base) return null;
+  const name = `chasqui_${tag}_${Date.now()}_${process.pid}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const u = new URL(base);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: base });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+export interface Server {
+  url: string;
+  port: number;
+  proc: ChildProcess;
+  env: Record<string, string>;
+  /** Resident memory of the server process in MB (from /proc). */
+  rssMb(): number;
+  /** SIGTERM and wait for the exit. */
+  stop(): Promise<void>;
+  /** SIGKILL: no shutdown at all. */
+  kill(): Promise<void>;
+  output(): string;
+}
+
+/** Starts `node dist/cli/main.js serve` and waits until /readyz answers 200. */
+export async function startServer(env: Record<string, string>, opts: { port?: number } = {}): Promise<Server> {
+  const port = opts.port ?? (await freePort());
+  const fullEnv: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/tmp',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    ADMIN_TOKEN,
+    SEED_DEMO: 'off',
+    LOG_LEVEL: 'warn',
+    SANDBOX_AUTO_STATUS: 'off',
+    ALLOW_PRIVATE_WEBHOOKS: 'on',
+    DATA_DIR: mkdtempSync(join(tmpdir(), 'chasqui-bench-')),
+    NODE_ENV: 'production',
+    ...env,
+  };
+  const proc = spawn(process.execPath, [join(ROOT, 'dist/cli/main.js'), 'serve'], { env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout?.on('data', (d) => {
+    out += d;
+    if (out.length > 200_000) out = out.slice(-100_000);
+  });
+  proc.stderr?.on('data', (d) => {
+    out += d;
+    if (out.length > 200_000) out = out.slice(-100_000);
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`server exited (${proc.exitCode}):\n${out}`);
+    try {
+      const r = await fetch(`${url}/readyz`);
+      if (r.status === 200) break;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline) throw new Error(`server did not become ready:\n${out}`);
+    await sleep(100);
+  }
+  return {
+    url,
+    port,
+    proc,
+    env: fullEnv,
+    rssMb() {
+      const status = readFileSync(`/proc/${proc.pid}/status`, 'utf8');
+      const m = /VmRSS:\s+(\d+) kB/.exec(status);
+      return m ? Number(m[1]) / 1024 : Number.NaN;
+    },
+    async stop() {
+      if (proc.exitCode === null) proc.kill('SIGTERM');
+      await exited;
+    },
+    async kill() {
+      if (proc.exitCode === null) proc.kill('SIGKILL');
+      await exited;
+    },
+    output: () => out,
+  };
+}
+
+export async function call<T = any>(
+  url: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: T }> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    /* keep text */
+  }
+  return { status: res.status, body: parsed as T };
+}
+
+export const admin = <T = any>(url: string, method: string, path: string, body?: unknown) =>
+  call<T>(url, method, `/admin/v1${path}`, body, { authorization: `Bearer ${ADMIN_TOKEN}` });
+
+export async function must<T = any>(p: Promise<{ status: number; body: T }>, expected: number, what: string): Promise<T> {
+  const r = await p;
+  if (r.status !== expected) throw new Error(`${what}: expected ${expected}, got ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body;
+}
+
+/** An account with a key and a connected sandbox number; `limits` overrides the plan's. */
+export async function benchAccount(url: string, limits: Record<string, number | null>, name = 'bench') {
+  const acc = await must(admin(url, 'POST', '/accounts', { name, plan: 'enterprise', limits }), 201, 'create account');
+  const key = await must(admin(url, 'POST', `/accounts/${acc.id}/keys`, { name: 'bench' }), 201, 'create key');
+  const pn = await must(
+    admin(url, 'POST', `/accounts/${acc.id}/phone-numbers`, { phone: '+54 9 11 4000-0000', name: 'Bench', provider: 'sandbox' }),
+    201,
+    'create number',
+  );
+  return { id: acc.id as string, key: key.key as string, phoneNumberId: pn.id as string };
+}
+
+export const UNLIMITED = {
+  requestsPerMinute: null,
+  messagesPerMinute: null,
+  apiCallsPerMonth: null,
+  webhookDeliveriesPerMonth: null,
+  contacts: null,
+};
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+}
+
+export async function load(opts: autocannon.Options): Promise<LoadResult> {
+  const r = await autocannon({ duration: 8, connections: 32, pipelining: 1, ...opts });
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    requests: r.requests.total,
+    non2xx: r.non2xx,
+    errors: r.errors + r.timeouts,
+  };
+}
+
+/** p-quantile of numbers (nearest rank). */
+export function quantile(xs: number[], p: number): number {
+  if (!xs.length) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))]!;
+}

@@ -1,0 +1,261 @@
+// `npm run faults`: the service under failure, on PostgreSQL + Redis (issue "Measure ourselves").
+// 1. SIGKILL under write load with deliveries pending → nothing acknowledged lost, every event delivered.
+// 2. PostgreSQL goes away under load → 503 in Spanish (never 500), readyz says so, recovers alone.
+// 3. Redis goes away → caps fail open with a log line, the API keeps serving, counters resume.
+// 4. Bad input generated from the OpenAPI document → count 5xx answers (goal 0).
+// Each prints a one-line verdict with its numbers; docs/reliability.md records them.
+// PostgreSQL and Redis "go away" through a cuttable TCP proxy (faults/proxy.ts): to the server
+// that is exactly a restart (refused connects, cut sockets), and the machine's own servers stay up.
+import { createServer } from 'node:http';
+import pg from 'pg';
+import { admin, benchAccount, call, freshDatabase, must, type Server, sleep, startServer, UNLIMITED } from '../bench/lib.js';
+import { fuzzOpenApi } from './fuzz.js';
+import { CuttableProxy } from './proxy.js';
+
+const PG_BASE = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const REDIS = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+const verdicts: string[] = [];
+
+function verdict(ok: boolean, line: string) {
+  const v = `${ok ? 'PASS' : 'FAIL'}  ${line}`;
+  verdicts.push(v);
+  console.log(v);
+}
+
+/** A receiver that records every delivery (by webhook-id) and answers 200 after `delayMs`. */
+async function receiver(delayMs = 0) {
+  const seen = new Map<string, number>();
+  const contactIds = new Set<string>();
+  const srv = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => {
+      body += d;
+    });
+    req.on('end', () => {
+      const id = String(req.headers['webhook-id'] ?? '');
+      seen.set(id, (seen.get(id) ?? 0) + 1);
+      try {
+        const env = JSON.parse(body);
+        if (env.event === 'contact.created') contactIds.add(env.data.contact.id);
+      } catch {
+        /* ignore */
+      }
+      setTimeout(() => res.writeHead(200).end('ok'), delayMs);
+    });
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  return { url: `http://127.0.0.1:${(srv.address() as { port: number }).port}/hook`, seen, contactIds, close: () => srv.close() };
+}
+
+async function setup(tag: string, extraEnv: Record<string, string> = {}) {
+  const db = await freshDatabase(PG_BASE, tag);
+  if (!db) throw new Error('faults need PostgreSQL');
+  const env = {
+    DATABASE_URL: db.url,
+    REDIS_URL: REDIS.toString(),
+    REDIS_KEY_PREFIX: `chasqui-faults-${tag}-${Date.now()}`,
+    WEBHOOK_RETRY_SCHEDULE: '1,1,2,2,5',
+    ...extraEnv,
+  };
+  return { db, env };
+}
+
+let phoneSeq = 0;
+const phone = (p: number) => `549115${p}${String(phoneSeq++).padStart(6, '0')}`;
+
+/** Writers that POST /contacts until stopped; returns acknowledged contact ids. */
+function writers(server: () => Server, key: string, n: number, prefix: number) {
+  const acked: string[] = [];
+  const statuses = new Map<number, number>();
+  let stop = false;
+  const done = Promise.all(
+    Array.from({ length: n }, async () => {
+      while (!stop) {
+        try {
+          const r = await call(server().url, 'POST', '/api/v1/contacts', { phone: phone(prefix) }, { authorization: `Bearer ${key}` });
+          statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+          if (r.status === 201) acked.push(r.body.id);
+        } catch {
+          statuses.set(0, (statuses.get(0) ?? 0) + 1);
+          await sleep(20);
+        }
+      }
+    }),
+  );
+  return {
+    acked,
+    statuses,
+    async stop() {
+      stop = true;
+      await done;
+    },
+  };
+}
+
+async function contactIdsInDb(url: string): Promise<Set<string>> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  const r = await c.query('SELECT id FROM contacts');
+  await c.end();
+  return new Set(r.rows.map((x) => x.id as string));
+}
+
+async function killUnderLoad() {
+  const { db, env } = await setup('kill');
+  const rec = await receiver(20);
+  let server = await startServer(env);
+  try {
+    const acc = await benchAccount(server.url, UNLIMITED, 'faults-kill');
+    await must(admin(server.url, 'POST', `/accounts/${acc.id}/webhooks`, { url: rec.url }), 201, 'webhook');
+    const w = writers(() => server, acc.key, 16, 1);
+    await sleep(3000);
+    await server.kill();
+    await sleep(300);
+    const port = server.port;
+    server = await startServer(server.env, { port });
+    await sleep(1000);
+    await w.stop();
+    const acked = new Set(w.acked);
+    const present = await contactIdsInDb(env.DATABASE_URL);
+    const lost = [...acked].filter((id) => !present.has(id)).length;
+    const deadline = Date.now() + 60_000;
+    while ([...present].some((id) => !rec.contactIds.has(id)) && Date.now() < deadline) await sleep(200);
+    const undelivered = [...present].filter((id) => !rec.contactIds.has(id)).length;
+    const dupes = [...rec.seen.values()].filter((n) => n > 1).length;
+    verdict(
+      lost === 0 && undelivered === 0,
+      `SIGKILL under write load: ${acked.size} writes acknowledged, ${lost} lost; ${present.size} contacts stored, ${undelivered} events undelivered; ${dupes} delivered more than once (at-least-once, receivers dedupe on webhook-id)`,
+    );
+  } finally {
+    await server.stop();
+    rec.close();
+    await db.drop();
+  }
+}
+
+async function postgresDown() {
+  const pgUrl = new URL(PG_BASE);
+  const proxy = new CuttableProxy(pgUrl.hostname, Number(pgUrl.port || 5432));
+  await proxy.start();
+  const { db, env } = await setup('pgdown');
+  const viaProxy = new URL(db.url);
+  viaProxy.hostname = '127.0.0.1';
+  viaProxy.port = String(proxy.port);
+  const server = await startServer({ ...env, DATABASE_URL: viaProxy.toString() });
+  try {
+    const acc = await benchAccount(server.url, UNLIMITED, 'faults-pg');
+    const w = writers(() => server, acc.key, 8, 2);
+    await sleep(1500);
+    await proxy.cut();
+    const t0 = Date.now();
+    await sleep(1500);
+    const ready = await call(server.url, 'GET', '/readyz');
+    const during = await call(server.url, 'POST', '/api/v1/contacts', { phone: phone(2) }, { authorization: `Bearer ${acc.key}` });
+    await sleep(2500);
+    await proxy.restore();
+    let recoveredMs = -1;
+    for (let i = 0; i < 300; i++) {
+      const r = await call(server.url, 'POST', '/api/v1/contacts', { phone: phone(2) }, { authorization: `Bearer ${acc.key}` });
+      if (r.status === 201) {
+        recoveredMs = Date.now() - t0;
+        w.acked.push(r.body.id);
+        break;
+      }
+      await sleep(100);
+    }
+    await sleep(1000);
+    await w.stop();
+    const present = await contactIdsInDb(env.DATABASE_URL);
+    const lost = w.acked.filter((id) => !present.has(id)).length;
+    const s500 = w.statuses.get(500) ?? 0;
+    const s503 = w.statuses.get(503) ?? 0;
+    const spanish = typeof during.body?.error === 'string' && /Probá|Revisá|base de datos/i.test(during.body.error);
+    verdict(
+      server.proc.exitCode === null && s500 === 0 && during.status === 503 && spanish && ready.status === 503 && recoveredMs > 0 && lost === 0,
+      `PostgreSQL down 4 s under load: ${s503} answers 503 ("${String(during.body?.error ?? '').slice(0, 60)}…"), ${s500} answers 500, readyz ${ready.status} while down, recovered ${(recoveredMs / 1000).toFixed(1)} s after the cut, ${w.acked.length} writes acknowledged, ${lost} lost`,
+    );
+  } finally {
+    await server.stop();
+    await proxy.close();
+    await db.drop();
+  }
+}
+
+async function redisDown() {
+  const proxy = new CuttableProxy(REDIS.hostname, Number(REDIS.port || 6379));
+  await proxy.start();
+  const { db, env } = await setup('redisdown', {});
+  const server = await startServer({ ...env, REDIS_URL: `redis://127.0.0.1:${proxy.port}`, LOG_LEVEL: 'warn' });
+  try {
+    const acc = await benchAccount(server.url, { ...UNLIMITED, requestsPerMinute: 100_000 }, 'faults-redis');
+    const get = () => fetch(`${server.url}/api/v1/me`, { headers: { authorization: `Bearer ${acc.key}` } });
+    const before = await get();
+    const remainingBefore = Number(before.headers.get('x-ratelimit-remaining'));
+    await proxy.cut();
+    const statuses = new Map<number, number>();
+    for (let i = 0; i < 200; i++) {
+      const r = await get();
+      await r.arrayBuffer();
+      statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+    }
+    const logged = /redis/i.test(server.output());
+    await proxy.restore();
+    let resumed = false;
+    for (let i = 0; i < 100 && !resumed; i++) {
+      await sleep(200);
+      const a = await get();
+      const b = await get();
+      const ra = Number(a.headers.get('x-ratelimit-remaining'));
+      const rb = Number(b.headers.get('x-ratelimit-remaining'));
+      resumed = Number.isFinite(ra) && Number.isFinite(rb) && rb < ra && rb < remainingBefore;
+    }
+    const ok200 = statuses.get(200) ?? 0;
+    verdict(
+      ok200 === 200 && logged && resumed,
+      `Redis down: ${ok200}/200 requests served (fail open), log line ${logged ? 'written' : 'MISSING'}, counters ${resumed ? 'resumed' : 'did NOT resume'} after it came back`,
+    );
+  } finally {
+    await server.stop();
+    await proxy.close();
+    await db.drop();
+  }
+}
+
+async function badInput() {
+  const { db, env } = await setup('fuzz');
+  const server = await startServer(env);
+  try {
+    const acc = await benchAccount(server.url, UNLIMITED, 'faults-fuzz');
+    const r = await fuzzOpenApi(server.url, acc.key, Number(process.env.FUZZ_REQUESTS ?? 6000));
+    verdict(
+      r.fiveXX === 0 && r.total >= 5000 && server.proc.exitCode === null,
+      `Bad input from the OpenAPI document: ${r.total} requests over ${r.operations} operations, ${r.fiveXX} answered 5xx${r.samples.length ? ` (e.g. ${r.samples.slice(0, 3).join('; ')})` : ''}; status mix ${JSON.stringify(r.byStatus)}`,
+    );
+  } finally {
+    await server.stop();
+    await db.drop();
+  }
+}
+
+async function main() {
+  console.log(`Chasqui faults on PostgreSQL ${new URL(PG_BASE).host} + Redis ${REDIS.host}`);
+  const only = process.env.FAULTS_ONLY?.split(',');
+  const tests: [string, () => Promise<void>][] = [
+    ['kill', killUnderLoad],
+    ['postgres', postgresDown],
+    ['redis', redisDown],
+    ['fuzz', badInput],
+  ];
+  for (const [name, fn] of tests) {
+    if (only && !only.includes(name)) continue;
+    try {
+      await fn();
+    } catch (err) {
+      verdict(false, `${name}: crashed: ${(err as Error).stack ?? err}`);
+    }
+  }
+  console.log(`\n${verdicts.filter((v) => v.startsWith('PASS')).length}/${verdicts.length} fault tests passed`);
+  process.exit(verdicts.every((v) => v.startsWith('PASS')) ? 0 : 1);
+}
+
+void main();

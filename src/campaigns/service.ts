@@ -1,0 +1,419 @@
+// Campaigns (decisions.md "Campaigns"): a template sent to an audience chosen by attribute filters.
+// draft → scheduled (scheduledAt in the future) → sending → completed (`campaign.completed`);
+// `failed` when the campaign itself cannot send (template gone or unapproved, no number);
+// `cancelled` by the operator. The audience is fixed when sending starts (campaign_recipients);
+// the `campaigns` job sends it in batches through the same sendMessage as POST /messages, which
+// never passes through the HTTP guards, so campaign sends never count against API limits.
+// delivered/read/failed after the send are moved by the status machine (messages/status.ts).
+import { sql } from 'kysely';
+import { z } from 'zod';
+import type { Executor, Trx } from '../db/index.js';
+import type { AccountRow, CampaignRow } from '../db/types.js';
+import { ApiError } from '../http/errors.js';
+import { textFor } from '../http/messages.es-AR.js';
+import { Timestamp, Uuid } from '../http/schemas.js';
+import { isUuid, newId } from '../lib/ids.js';
+import { numberForSend, sendMessage, templateForSend } from '../messages/send.js';
+import type { Services } from '../services.js';
+import { emitEvent } from '../webhooks/outbox.js';
+
+export const CAMPAIGN_STATUSES = ['draft', 'scheduled', 'sending', 'completed', 'cancelled', 'failed'] as const;
+
+export const CampaignView = z.object({
+  id: Uuid,
+  name: z.string(),
+  status: z.enum(CAMPAIGN_STATUSES),
+  phoneNumberId: Uuid.nullable().describe('The connected channel number it sends from'),
+  templateId: Uuid.nullable(),
+  variables: z.record(z.string(), z.string()),
+  audience: z.object({ attributes: z.record(z.string(), z.string()).optional() }),
+  recipients: z.number().int().describe('Contacts it is sent to (fixed when sending starts)'),
+  sent: z.number().int().describe('Accepted by the channel provider'),
+  delivered: z.number().int(),
+  read: z.number().int(),
+  failed: z.number().int().describe('Rejected at send or failed later'),
+  scheduledAt: Timestamp.nullable(),
+  startedAt: Timestamp.nullable(),
+  completedAt: Timestamp.nullable(),
+  createdAt: Timestamp,
+});
+export type CampaignView = z.infer<typeof CampaignView>;
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+export function campaignView(c: CampaignRow): CampaignView {
+  return {
+    id: c.id,
+    name: c.name,
+    status: c.status as CampaignView['status'],
+    phoneNumberId: c.phone_number_id,
+    templateId: c.template_id,
+    variables: c.variables ?? {},
+    audience: c.audience ?? {},
+    recipients: c.recipients,
+    sent: c.sent,
+    delivered: c.delivered,
+    read: c.read,
+    failed: c.failed,
+    scheduledAt: iso(c.scheduled_at),
+    startedAt: iso(c.started_at),
+    completedAt: iso(c.completed_at),
+    createdAt: c.created_at.toISOString(),
+  };
+}
+
+const AttrKey = z.string().regex(/^[A-Za-z0-9_]{1,64}$/, textFor('attribute_key_invalid'));
+
+export const CampaignInput = z.object({
+  name: z.string().trim().min(1).max(200),
+  templateId: Uuid.describe('An APPROVED template of the account'),
+  variables: z.record(AttrKey, z.string().max(1000)).optional().describe('Template variables; missing ones take each contact’s attribute, then the example'),
+  audience: z
+    .object({ attributes: z.record(AttrKey, z.string().max(1000)).optional().describe('Contacts whose attributes equal all of these') })
+    .optional(),
+  phoneNumberId: Uuid.optional().describe('Number to send from; default: the account’s default connected number'),
+  scheduledAt: z.iso.datetime({ offset: true }).optional().describe('When sending starts; omitted or past: at once'),
+});
+export type CampaignInput = z.infer<typeof CampaignInput>;
+
+export async function getCampaign(db: Executor, accountId: string, id: string): Promise<CampaignRow> {
+  if (!isUuid(id)) throw new ApiError('campaign_not_found');
+  const c = await db.selectFrom('campaigns').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  if (!c) throw new ApiError('campaign_not_found');
+  return c;
+}
+
+/** GET /campaigns: the latest 100, newest first. */
+export async function listCampaigns(db: Executor, accountId: string): Promise<CampaignView[]> {
+  const rows = await db
+    .selectFrom('campaigns')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(100)
+    .execute();
+  return rows.map(campaignView);
+}
+
+/**
+ * Fixes the audience: contacts with a phone whose attributes contain every filter, not opted
+ * out, and (MARKETING templates) without marketingOptOut. Returns how many.
+ */
+async function snapshotAudience(trx: Trx, c: CampaignRow, marketing: boolean, now: Date): Promise<number> {
+  const filter = JSON.stringify(c.audience?.attributes ?? {});
+  const { rows } = await sql<{ n: number }>`
+    WITH ins AS (
+      INSERT INTO campaign_recipients (campaign_id, contact_id, phone, status, updated_at)
+      SELECT ${c.id}::uuid, k.id, k.phone, 'pending', ${now}::timestamptz
+      FROM contacts k
+      WHERE k.account_id = ${c.account_id}::uuid
+        AND k.phone IS NOT NULL
+        AND NOT k.opted_out
+        AND (${!marketing}::boolean OR NOT k.marketing_opt_out)
+        AND k.attributes @> ${filter}::jsonb
+      ON CONFLICT DO NOTHING
+      RETURNING 1
+    )
+    SELECT count(*)::int AS n FROM ins`.execute(trx);
+  return rows[0]?.n ?? 0;
+}
+
+async function startInTrx(trx: Trx, c: CampaignRow, marketing: boolean, now: Date): Promise<CampaignRow> {
+  const n = await snapshotAudience(trx, c, marketing, now);
+  return trx
+    .updateTable('campaigns')
+    .set({ status: 'sending', started_at: now, recipients: n })
+    .where('id', '=', c.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * POST /admin/v1/accounts/{id}/campaigns: validates template (404 / 409 not approved) and number
+ * (409), then either schedules it (scheduledAt in the future) or fixes the audience and starts
+ * sending at once (the `campaigns` job sends; it runs every few seconds).
+ */
+export async function createCampaign(s: Services, account: AccountRow, input: CampaignInput): Promise<CampaignView> {
+  const template = await templateForSend(s.db, account.id, input.templateId);
+  const number = await numberForSend(s.db, account.id, input.phoneNumberId);
+  const now = s.clock.now();
+  const scheduledAt = input.scheduledAt ? new Date(input.scheduledAt) : null;
+  const later = scheduledAt !== null && scheduledAt.getTime() > now.getTime();
+  const row = await s.db.transaction().execute(async (trx) => {
+    const c = await trx
+      .insertInto('campaigns')
+      .values({
+        id: newId(),
+        account_id: account.id,
+        name: input.name,
+        status: later ? 'scheduled' : 'draft',
+        template_id: template.id,
+        phone_number_id: number.id,
+        variables: JSON.stringify(input.variables ?? {}),
+        audience: JSON.stringify(input.audience ?? {}),
+        scheduled_at: scheduledAt,
+        created_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return later ? c : startInTrx(trx, c, template.category === 'MARKETING', now);
+  });
+  return campaignView(row);
+}
+
+/** The operator stops a scheduled or sending campaign: what was not sent yet is skipped. */
+export async function cancelCampaign(s: Services, accountId: string, id: string): Promise<CampaignView> {
+  const c = await getCampaign(s.db, accountId, id);
+  const now = s.clock.now();
+  const row = await s.db.transaction().execute(async (trx) => {
+    const updated = await trx
+      .updateTable('campaigns')
+      .set({ status: 'cancelled', completed_at: now })
+      .where('id', '=', c.id)
+      .where('status', 'in', ['draft', 'scheduled', 'sending'])
+      .returningAll()
+      .executeTakeFirst();
+    if (!updated) throw new ApiError('campaign_not_active');
+    await trx
+      .updateTable('campaign_recipients')
+      .set({ status: 'skipped', error: 'cancelled', updated_at: now })
+      .where('campaign_id', '=', c.id)
+      .where('status', '=', 'pending')
+      .execute();
+    return updated;
+  });
+  return campaignView(row);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The `campaigns` job.
+
+/** Recipients claimed per round; messages per job run (the rest go on the next run). */
+const CLAIM = 50;
+const PER_RUN = 1000;
+/** Sends in flight at once (the channel is paced per number; this keeps a batch short). */
+const PARALLEL = 4;
+/** A recipient left `sending` this long (the process died mid-send) is resolved from messages. */
+const STUCK_MS = 5 * 60 * 1000;
+
+/** ApiError codes that stop the whole campaign: no recipient could be sent either. */
+const CAMPAIGN_FATAL = new Set(['template_not_found', 'template_not_approved', 'phone_number_unknown', 'phone_number_disconnected', 'no_connected_number']);
+
+interface Recipient {
+  campaign_id: string;
+  contact_id: string;
+  phone: string;
+}
+
+async function startDue(s: Services): Promise<number> {
+  const now = s.clock.now();
+  const due = await s.db
+    .selectFrom('campaigns')
+    .select('id')
+    .where('status', '=', 'scheduled')
+    .where('scheduled_at', '<=', now)
+    .orderBy('scheduled_at')
+    .limit(100)
+    .execute();
+  let n = 0;
+  for (const { id } of due) {
+    const started = await s.db.transaction().execute(async (trx) => {
+      const c = await trx.selectFrom('campaigns').selectAll().where('id', '=', id).where('status', '=', 'scheduled').forUpdate().skipLocked().executeTakeFirst();
+      if (!c) return false;
+      const t = c.template_id ? await trx.selectFrom('templates').select('category').where('id', '=', c.template_id).executeTakeFirst() : undefined;
+      await startInTrx(trx, c, t?.category === 'MARKETING', now);
+      return true;
+    });
+    if (started) n += 1;
+  }
+  return n;
+}
+
+/** Recipients stuck in `sending`: sent if their message got a wamid, else failed. */
+async function resolveStuck(s: Services): Promise<number> {
+  const now = s.clock.now();
+  const { rows } = await sql<{ n: number }>`
+    WITH stuck AS (
+      SELECT r.campaign_id, r.contact_id,
+        EXISTS (SELECT 1 FROM messages m WHERE m.campaign_id = r.campaign_id AND m.contact_id = r.contact_id AND m.wamid IS NOT NULL) AS was_sent
+      FROM campaign_recipients r
+      WHERE r.status = 'sending' AND r.updated_at <= ${new Date(now.getTime() - STUCK_MS)}::timestamptz
+      FOR UPDATE SKIP LOCKED
+    ), upd AS (
+      UPDATE campaign_recipients r SET
+        status = CASE WHEN stuck.was_sent THEN 'sent' ELSE 'failed' END,
+        error = CASE WHEN stuck.was_sent THEN NULL ELSE 'interrupted' END,
+        updated_at = ${now}::timestamptz
+      FROM stuck WHERE r.campaign_id = stuck.campaign_id AND r.contact_id = stuck.contact_id
+      RETURNING r.campaign_id, stuck.was_sent
+    ), counts AS (
+      SELECT campaign_id, count(*) FILTER (WHERE was_sent)::int AS sent, count(*) FILTER (WHERE NOT was_sent)::int AS failed
+      FROM upd GROUP BY campaign_id
+    ), bump AS (
+      UPDATE campaigns c SET sent = c.sent + counts.sent, failed = c.failed + counts.failed
+      FROM counts WHERE c.id = counts.campaign_id
+      RETURNING 1
+    )
+    SELECT count(*)::int AS n FROM upd`.execute(s.db);
+  return rows[0]?.n ?? 0;
+}
+
+/** Claims up to `limit` pending recipients of sending campaigns (oldest campaigns first). */
+async function claim(s: Services, limit: number): Promise<Recipient[]> {
+  const now = s.clock.now();
+  const { rows } = await sql<Recipient>`
+    WITH next AS (
+      SELECT r.campaign_id, r.contact_id
+      FROM campaign_recipients r
+      JOIN campaigns c ON c.id = r.campaign_id AND c.status = 'sending'
+      WHERE r.status = 'pending'
+      ORDER BY c.started_at, r.campaign_id, r.contact_id
+      LIMIT ${limit}
+      FOR UPDATE OF r SKIP LOCKED
+    )
+    UPDATE campaign_recipients r SET status = 'sending', updated_at = ${now}::timestamptz
+    FROM next WHERE r.campaign_id = next.campaign_id AND r.contact_id = next.contact_id
+    RETURNING r.campaign_id, r.contact_id, r.phone`.execute(s.db);
+  return rows;
+}
+
+type SendResult =
+  | { kind: 'sent'; messageId: string }
+  | { kind: 'failed'; error: string; messageId?: string }
+  | { kind: 'skipped'; error: string }
+  | { kind: 'fatal'; error: ApiError };
+
+async function sendOne(s: Services, account: AccountRow, c: CampaignRow, marketing: boolean, r: Recipient): Promise<SendResult> {
+  // The contact may have opted out since the audience was fixed.
+  const k = await s.db.selectFrom('contacts').select(['opted_out', 'marketing_opt_out']).where('id', '=', r.contact_id).executeTakeFirst();
+  if (!k) return { kind: 'skipped', error: 'contact_deleted' };
+  if (k.opted_out) return { kind: 'skipped', error: 'opted_out' };
+  if (marketing && k.marketing_opt_out) return { kind: 'skipped', error: 'marketing_opt_out' };
+  try {
+    const m = await sendMessage(s, account, {
+      to: r.phone,
+      template: { id: c.template_id ?? '', variables: c.variables ?? {} },
+      ...(c.phone_number_id ? { phoneNumberId: c.phone_number_id } : {}),
+      campaignId: c.id,
+    });
+    return { kind: 'sent', messageId: m.id };
+  } catch (err) {
+    if (err instanceof ApiError && CAMPAIGN_FATAL.has(err.code)) return { kind: 'fatal', error: err };
+    if (err instanceof ApiError && (err.code === 'send_opted_out' || err.code === 'contact_opted_out')) return { kind: 'skipped', error: 'opted_out' };
+    const messageId = err instanceof ApiError && typeof err.extra.messageId === 'string' ? err.extra.messageId : undefined;
+    const error = err instanceof Error ? err.message : String(err);
+    if (!(err instanceof ApiError)) s.log.warn({ err: { message: error }, campaignId: c.id }, 'campaign send failed');
+    return { kind: 'failed', error: error.slice(0, 500), ...(messageId ? { messageId } : {}) };
+  }
+}
+
+async function record(s: Services, r: Recipient, res: Exclude<SendResult, { kind: 'fatal' }>): Promise<void> {
+  const now = s.clock.now();
+  await s.db.transaction().execute(async (trx) => {
+    await trx
+      .updateTable('campaign_recipients')
+      .set({
+        status: res.kind,
+        message_id: 'messageId' in res ? (res.messageId ?? null) : null,
+        error: 'error' in res ? res.error : null,
+        updated_at: now,
+      })
+      .where('campaign_id', '=', r.campaign_id)
+      .where('contact_id', '=', r.contact_id)
+      .execute();
+    await trx
+      .updateTable('campaigns')
+      .set((eb) =>
+        res.kind === 'sent'
+          ? { sent: eb('sent', '+', 1) }
+          : res.kind === 'failed'
+            ? { failed: eb('failed', '+', 1) }
+            : // Skipped (opted out since the start): it is no longer a recipient.
+              { recipients: eb('recipients', '-', 1) },
+      )
+      .where('id', '=', r.campaign_id)
+      .execute();
+  });
+}
+
+/** The campaign cannot send at all: `failed`; its unsent recipients are skipped. */
+async function failCampaign(s: Services, campaignId: string, err: ApiError): Promise<void> {
+  const now = s.clock.now();
+  s.log.warn({ campaignId, code: err.code }, 'campaign stopped');
+  await s.db.transaction().execute(async (trx) => {
+    await trx.updateTable('campaigns').set({ status: 'failed', completed_at: now }).where('id', '=', campaignId).where('status', '=', 'sending').execute();
+    await trx
+      .updateTable('campaign_recipients')
+      .set({ status: 'skipped', error: err.code, updated_at: now })
+      .where('campaign_id', '=', campaignId)
+      .where('status', 'in', ['pending', 'sending'])
+      .execute();
+  });
+}
+
+/** Sending campaigns with nothing left to send become `completed` with `campaign.completed`. */
+async function completeFinished(s: Services): Promise<number> {
+  const now = s.clock.now();
+  const done = await s.db.transaction().execute(async (trx) => {
+    const rows = await trx
+      .updateTable('campaigns')
+      .set({ status: 'completed', completed_at: now })
+      .where('status', '=', 'sending')
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('campaign_recipients')
+              .select('contact_id')
+              .whereRef('campaign_recipients.campaign_id', '=', 'campaigns.id')
+              .where('campaign_recipients.status', 'in', ['pending', 'sending']),
+          ),
+        ),
+      )
+      .returningAll()
+      .execute();
+    for (const c of rows) await emitEvent(trx, { accountId: c.account_id, kind: 'campaign.completed', data: campaignView(c) }, now);
+    return rows.length;
+  });
+  if (done > 0) s.dispatcher.wake();
+  return done;
+}
+
+/** The `campaigns` job: start due campaigns, send a paced batch, complete finished ones. */
+export async function runCampaigns(s: Services): Promise<number> {
+  let changed = (await startDue(s)) + (await resolveStuck(s));
+  const accounts = new Map<string, AccountRow>();
+  const campaigns = new Map<string, { c: CampaignRow; marketing: boolean; fatal: boolean }>();
+  let budget = PER_RUN;
+  while (budget > 0) {
+    const batch = await claim(s, Math.min(CLAIM, budget));
+    if (batch.length === 0) break;
+    budget -= batch.length;
+    for (const r of batch) {
+      if (campaigns.has(r.campaign_id)) continue;
+      const c = await s.db.selectFrom('campaigns').selectAll().where('id', '=', r.campaign_id).executeTakeFirstOrThrow();
+      const t = c.template_id ? await s.db.selectFrom('templates').select('category').where('id', '=', c.template_id).executeTakeFirst() : undefined;
+      campaigns.set(c.id, { c, marketing: t?.category === 'MARKETING', fatal: false });
+      if (!accounts.has(c.account_id)) {
+        accounts.set(c.account_id, await s.db.selectFrom('accounts').selectAll().where('id', '=', c.account_id).executeTakeFirstOrThrow());
+      }
+    }
+    const queue = [...batch];
+    const worker = async () => {
+      for (let r = queue.shift(); r; r = queue.shift()) {
+        const entry = campaigns.get(r.campaign_id)!;
+        if (entry.fatal) continue;
+        const res = await sendOne(s, accounts.get(entry.c.account_id)!, entry.c, entry.marketing, r);
+        if (res.kind === 'fatal') {
+          entry.fatal = true;
+          await failCampaign(s, entry.c.id, res.error);
+        } else {
+          await record(s, r, res);
+        }
+        changed += 1;
+      }
+    };
+    await Promise.all(Array.from({ length: PARALLEL }, worker));
+  }
+  return changed + (await completeFinished(s));
+}

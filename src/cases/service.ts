@@ -1,0 +1,210 @@
+// Case transitions (api.md §3 "Case"): outcome, stage changes, manual close, reason by a person.
+// Each change and its case.* event are written in one transaction (outbox).
+import { v5 as uuidv5 } from 'uuid';
+import type { Executor, Trx } from '../db/index.js';
+import type { By, CaseUpdate } from '../db/types.js';
+import { ApiError } from '../http/errors.js';
+import { isUuid } from '../lib/ids.js';
+import type { Services } from '../services.js';
+import { type EventKind, emitEvent } from '../webhooks/outbox.js';
+import { type CaseJoined, type CaseView, caseEventData, casesQuery, caseView, loadCase } from './view.js';
+
+export type CaseEventKind = Extract<EventKind, `case.${string}`>;
+
+/** Writes one case.* event with the whole case as it is now in `trx`. */
+export async function emitCaseEvent(trx: Executor, kind: CaseEventKind, caseId: string, now: Date): Promise<CaseJoined> {
+  const row = await loadCase(trx, caseId);
+  if (!row) throw new Error(`case ${caseId} vanished inside its transaction`);
+  await emitEvent(trx, { accountId: row.account_id, kind, data: caseEventData(row) }, now);
+  return row;
+}
+
+/** Locks the account's case (404 when it is not the account's, or the id is not a UUID). */
+async function lockCase(trx: Trx, accountId: string, id: string) {
+  if (!isUuid(id)) throw new ApiError('case_not_found');
+  const c = await trx.selectFrom('cases').selectAll().where('account_id', '=', accountId).where('id', '=', id).forUpdate().executeTakeFirst();
+  if (!c) throw new ApiError('case_not_found');
+  return c;
+}
+
+export async function getCaseView(db: Executor, accountId: string, id: string): Promise<CaseView> {
+  if (!isUuid(id)) throw new ApiError('case_not_found');
+  const row = await loadCase(db, id);
+  if (!row || row.account_id !== accountId) throw new ApiError('case_not_found');
+  return caseView(row);
+}
+
+/** Runs a case change in a transaction, wakes the dispatcher after commit, returns the Case. */
+async function change(s: Services, fn: (trx: Trx, now: Date) => Promise<CaseJoined>): Promise<CaseView> {
+  const now = s.clock.now();
+  const row = await s.db.transaction().execute((trx) => fn(trx, now));
+  s.dispatcher.wake();
+  return caseView(row);
+}
+
+export interface OutcomeInput {
+  result: 'won' | 'lost';
+  amount?: number | undefined;
+  currency?: string | undefined;
+  note?: string | undefined;
+  externalId?: string | undefined;
+}
+
+/**
+ * Marks a sale or a loss (api.md §3: status unchanged; `case.outcome`). Allowed on closed cases
+ * too: a sale is often confirmed after the conversation went quiet. A later call replaces it.
+ */
+export function setOutcome(
+  s: Services,
+  accountId: string,
+  caseId: string,
+  input: OutcomeInput,
+  source: 'api' | 'person',
+  by: By | null = null,
+): Promise<CaseView> {
+  return change(s, async (trx, now) => {
+    const c = await lockCase(trx, accountId, caseId);
+    await trx
+      .updateTable('cases')
+      .set({
+        outcome: input.result,
+        outcome_amount: input.amount ?? null,
+        outcome_currency: input.currency ?? null,
+        outcome_note: input.note ?? null,
+        outcome_external_id: input.externalId ?? null,
+        outcome_source: source,
+        outcome_by: by ? JSON.stringify(by) : null,
+        outcome_at: now,
+        updated_at: now,
+      })
+      .where('id', '=', c.id)
+      .execute();
+    return emitCaseEvent(trx, 'case.outcome', c.id, now);
+  });
+}
+
+/**
+ * Moves an open case to a stage of its pipeline (or, for a case in no pipeline, of any pipeline
+ * of the account): `case.stage_changed`; a `won`/`lost` stage also closes it with closeReason
+ * `stage` (`case.closed`). A closed case → 409 case_closed. Moving to the stage it is in changes
+ * only the amount (and emits only if the amount changed).
+ */
+export function changeStage(
+  s: Services,
+  accountId: string,
+  caseId: string,
+  input: { stageId: string; amount?: number | undefined },
+): Promise<CaseView> {
+  return change(s, async (trx, now) => {
+    const c = await lockCase(trx, accountId, caseId);
+    if (c.status !== 'open') throw new ApiError('case_closed_stage');
+    const stage = await trx
+      .selectFrom('stages')
+      .innerJoin('pipelines', 'pipelines.id', 'stages.pipeline_id')
+      .selectAll('stages')
+      .where('pipelines.account_id', '=', accountId)
+      .where('stages.id', '=', input.stageId)
+      .executeTakeFirst();
+    if (!stage || (c.pipeline_id && stage.pipeline_id !== c.pipeline_id)) throw new ApiError('stage_not_found');
+    if (stage.id === c.stage_id) {
+      const same = input.amount === undefined || (c.stage_amount !== null && Number(c.stage_amount) === input.amount);
+      if (same) return (await loadCase(trx, c.id))!;
+      await trx.updateTable('cases').set({ stage_amount: input.amount, updated_at: now }).where('id', '=', c.id).execute();
+      return emitCaseEvent(trx, 'case.stage_changed', c.id, now);
+    }
+    const closes = stage.kind === 'won' || stage.kind === 'lost';
+    const set: CaseUpdate = {
+      pipeline_id: stage.pipeline_id,
+      stage_id: stage.id,
+      stage_entered_at: now,
+      stage_amount: input.amount ?? null,
+      updated_at: now,
+      ...(closes ? { status: 'closed', closed_at: now, close_reason: 'stage', closed_by: null } : {}),
+    };
+    await trx.updateTable('cases').set(set).where('id', '=', c.id).execute();
+    const row = await emitCaseEvent(trx, 'case.stage_changed', c.id, now);
+    return closes ? emitCaseEvent(trx, 'case.closed', c.id, now) : row;
+  });
+}
+
+/** A person closes the case (operator API): closeReason `manual`; already closed → 409. */
+export function closeManually(s: Services, accountId: string, caseId: string, by: By | null): Promise<CaseView> {
+  return change(s, async (trx, now) => {
+    const c = await lockCase(trx, accountId, caseId);
+    if (c.status !== 'open') throw new ApiError('case_closed');
+    await trx
+      .updateTable('cases')
+      .set({ status: 'closed', closed_at: now, close_reason: 'manual', closed_by: by ? JSON.stringify(by) : null, updated_at: now })
+      .where('id', '=', c.id)
+      .execute();
+    return emitCaseEvent(trx, 'case.closed', c.id, now);
+  });
+}
+
+// Reasons named by a person get stable ids per account and name (until reasons are a catalogue).
+const REASON_NS = '6f1c3e2a-93b4-4d1e-8a57-2c0f5b7d9e41';
+export const reasonId = (accountId: string, reason: string, subreason?: string): string =>
+  uuidv5(`${accountId}\u0000${reason.toLowerCase()}${subreason !== undefined ? `\u0000${subreason.toLowerCase()}` : ''}`, REASON_NS);
+
+/**
+ * A person sets the reason (operator API): reasonSource `person`, reasonStatus `set`, confidence 1,
+ * reasonSetBy/At; `case.classified`. Allowed on closed cases (labelling after the fact).
+ */
+export function setReasonByPerson(
+  s: Services,
+  accountId: string,
+  caseId: string,
+  input: { reason: string; subreason?: string | undefined; by?: By | undefined },
+): Promise<CaseView> {
+  return change(s, async (trx, now) => {
+    const c = await lockCase(trx, accountId, caseId);
+    await trx
+      .updateTable('cases')
+      .set({
+        reason: input.reason,
+        reason_id: reasonId(accountId, input.reason),
+        subreason: input.subreason ?? null,
+        subreason_id: input.subreason !== undefined ? reasonId(accountId, input.reason, input.subreason) : null,
+        reason_source: 'person',
+        reason_status: 'set',
+        reason_confidence: 1,
+        reason_set_by: input.by ? JSON.stringify(input.by) : null,
+        reason_set_at: now,
+        updated_at: now,
+      })
+      .where('id', '=', c.id)
+      .execute();
+    return emitCaseEvent(trx, 'case.classified', c.id, now);
+  });
+}
+
+export interface CaseListQuery {
+  stage?: string | undefined;
+  status: 'open' | 'closed' | 'all';
+  limit: number;
+  offset: number;
+}
+
+/** GET /pipelines/{id}/cases: newest first (openedAt desc, id desc), offset pages. */
+export async function listPipelineCases(
+  db: Executor,
+  pipelineId: string,
+  q: CaseListQuery,
+): Promise<{ data: CaseView[]; hasMore: boolean; nextOffset: number }> {
+  let query = casesQuery(db).where('cases.pipeline_id', '=', pipelineId);
+  if (q.stage) query = query.where('cases.stage_id', '=', q.stage);
+  if (q.status !== 'all') query = query.where('cases.status', '=', q.status);
+  const rows = await query
+    .orderBy('cases.opened_at', 'desc')
+    .orderBy('cases.id', 'desc')
+    .limit(q.limit + 1)
+    .offset(q.offset)
+    .execute();
+  const hasMore = rows.length > q.limit;
+  const data = (hasMore ? rows.slice(0, q.limit) : rows).map(caseView);
+  return { data, hasMore, nextOffset: q.offset + data.length };
+}
+
+/** Cases of a conversation that are still open, oldest first (the inbound path and jobs). */
+export const openCaseOf = (trx: Executor, conversationId: string) =>
+  trx.selectFrom('cases').selectAll().where('conversation_id', '=', conversationId).where('status', '=', 'open').forUpdate().executeTakeFirst();

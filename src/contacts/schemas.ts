@@ -1,0 +1,60 @@
+// Schemas of the contact routes (api.md §2 "Contact", §4 POST /contacts; decisions.md
+// "Naming and shapes": phone 6–32 raw characters, name ≤ 120, attribute keys and values).
+import { z } from 'zod';
+import { textFor } from '../http/messages.es-AR.js';
+import { Timestamp, Uuid } from '../http/schemas.js';
+import { canonicalPhone } from '../lib/phone.js';
+
+export const ATTRIBUTE_KEY = /^[A-Za-z0-9_]{1,64}$/;
+
+/** A phone in international format, validated and turned into canonical digits. */
+export const PhoneInput = z
+  .string()
+  .min(6)
+  .max(32)
+  .transform((raw, ctx) => {
+    const r = canonicalPhone(raw);
+    if (!r.ok) {
+      ctx.addIssue({ code: 'custom', message: r.message });
+      return z.NEVER;
+    }
+    return r.phone;
+  });
+
+const AttributeKey = z.string().regex(ATTRIBUTE_KEY, { message: textFor('attribute_key_invalid') });
+
+export const Attributes = z
+  .record(AttributeKey, z.string().max(1000).describe('Attribute value: always text, at most 1,000 characters'), {
+    error: (iss) => (iss.code === 'invalid_key' ? textFor('attribute_key_invalid') : undefined),
+  })
+  .describe('Custom fields: keys of 1–64 letters, digits or _; values are text');
+
+export const ContactInput = z.object({
+  phone: PhoneInput.describe('International format with country code; spaces, hyphens and one leading + are accepted').meta({
+    example: '+54 9 11 5555-5555',
+  }),
+  name: z.string().max(120).optional().describe('Replaced only when sent').meta({ example: 'Ana Pérez' }),
+  attributes: Attributes.optional()
+    .describe('Merged with the existing attributes: only the sent keys change')
+    .meta({ example: { ciudad: 'Rosario', pedido: '1234' } }),
+});
+
+export const ContactView = z
+  .object({
+    id: Uuid,
+    phone: z.string().nullable().describe('International digits; null for social-channel-only contacts').meta({ example: '5491155555555' }),
+    name: z.string(),
+    attributes: z.record(z.string(), z.string()),
+    optedOut: z.boolean().describe('The contact asked for no more messages'),
+    marketingOptOut: z.boolean().describe('The channel provider blocks marketing messages to this number'),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    socialchat: z.string().optional().describe('Social channel user, when the contact wrote there'),
+  })
+  .describe('Contact (api.md §2)');
+
+export const ContactPage = z.object({
+  data: z.array(ContactView),
+  hasMore: z.boolean(),
+  nextCursor: Uuid.nullable().describe('Pass it as `after` to get the next page; null on the last page'),
+});

@@ -1,0 +1,81 @@
+// What memory and Redis limiters share: the fixed one-minute windows of the injected clock,
+// the decision over the counters, and the headers and errors it produces (api.md §7–8,
+// decisions.md "Limits").
+import { ApiError } from '../http/errors.js';
+import { type Period, quotaPeriod } from './period.js';
+import { suggestPlan } from './plans.js';
+import type { AccountLimitsCtx, CapOutcome } from './types.js';
+
+export const WINDOW_MS = 60_000;
+/** More than this many 401s from one IP within a minute block it (api.md §5). */
+export const INVALID_KEYS_PER_MINUTE = 20;
+export const IP_BLOCK_MS = 60_000;
+
+/** Start of the fixed one-minute window that holds `nowMs` (aligned to the clock's minute). */
+export const windowStart = (nowMs: number): number => nowMs - (nowMs % WINDOW_MS);
+
+/** Counters of one account as they stand before this request. */
+export interface CounterState {
+  requests: number;
+  messages: number;
+  /** API calls of the quota month (shared counter). */
+  apiCalls: number;
+}
+
+export type Verdict = 'ok' | 'requests' | 'messages' | 'quota';
+
+/** The order of decisions.md: request cap, message cap, then the monthly API quota. */
+export function decide(ctx: AccountLimitsCtx, message: boolean, c: CounterState): Verdict {
+  const { requestsPerMinute: rpm, messagesPerMinute: mpm, apiCallsPerMonth: quota } = ctx.limits;
+  if (rpm !== null && c.requests + 1 > rpm) return 'requests';
+  if (message && mpm !== null && c.messages + 1 > mpm) return 'messages';
+  if (quota !== null && c.apiCalls >= quota) return 'quota';
+  return 'ok';
+}
+
+/**
+ * Headers and error of one admission. `requests` is the request-cap count after this
+ * request (unchanged when rejected).
+ */
+export function outcome(ctx: AccountLimitsCtx, nowMs: number, verdict: Verdict, requests: number, apiCalls: number): CapOutcome {
+  const rpm = ctx.limits.requestsPerMinute;
+  const reset = Math.max(1, Math.ceil((windowStart(nowMs) + WINDOW_MS - nowMs) / 1000));
+  const headers: Record<string, string> = {};
+  if (rpm !== null) {
+    const left = Math.max(0, rpm - requests);
+    headers['X-RateLimit-Limit'] = String(rpm);
+    headers['X-RateLimit-Remaining'] = String(left);
+    headers['X-RateLimit-Reset'] = String(reset);
+    headers['RateLimit-Policy'] = `"minute";q=${rpm};w=60`;
+    headers.RateLimit = `"minute";r=${left};t=${reset}`;
+  }
+  if (verdict === 'ok') return { headers };
+  if (verdict === 'requests' || verdict === 'messages') {
+    const limit = (verdict === 'requests' ? rpm : ctx.limits.messagesPerMinute) as number;
+    headers['Retry-After'] = String(WINDOW_MS / 1000);
+    headers['X-RateLimit-Limit'] = String(limit);
+    if (verdict === 'messages') headers['X-RateLimit-Remaining'] = '0';
+    return {
+      headers,
+      error: new ApiError(verdict === 'requests' ? 'rate_limited_requests' : 'rate_limited_messages', { params: { limit } }),
+    };
+  }
+  const limit = ctx.limits.apiCallsPerMonth as number;
+  return {
+    headers,
+    error: new ApiError('quota_api_calls', {
+      params: { limit },
+      cause: {
+        type: 'upgrade',
+        reason: 'limit',
+        resource: 'apiCalls',
+        plan: ctx.plan,
+        limit,
+        used: apiCalls,
+        suggested: suggestPlan('apiCallsPerMonth', apiCalls, true, ctx.plan),
+      },
+    }),
+  };
+}
+
+export const periodOf = (nowMs: number): Period => quotaPeriod(new Date(nowMs));

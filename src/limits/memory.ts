@@ -1,0 +1,134 @@
+// In-process counters (no REDIS_URL, and the fallback while Redis is unreachable). Same rules
+// as the Redis limiter: fixed one-minute windows of the injected clock per account, the IP
+// block for invalid keys, and the monthly API-call counter seeded from the database.
+import type { Clock } from '../lib/clock.js';
+import { decide, INVALID_KEYS_PER_MINUTE, IP_BLOCK_MS, outcome, periodOf, WINDOW_MS, windowStart } from './caps.js';
+import type { Period } from './period.js';
+import type { AccountLimitsCtx, AdmitOptions, CapOutcome, Limiter } from './types.js';
+
+interface Window {
+  start: number;
+  n: number;
+}
+interface IpState {
+  /** First invalid key of the current minute (window from the first hit). */
+  start: number;
+  n: number;
+  blockedUntil: number;
+}
+interface CallsState {
+  period: number;
+  n: number;
+  /** Real time of the last read from the database (other processes' batches show up there). */
+  loadedAt: number;
+}
+
+/** Re-read the recorded API calls this often (only matters for several processes without Redis). */
+const CALLS_REFRESH_MS = 30_000;
+const RETRY_LOAD_MS = 5_000;
+const MAX_IPS = 100_000;
+
+export class MemoryLimiter implements Limiter {
+  private requests = new Map<string, Window>();
+  private messages = new Map<string, Window>();
+  private calls = new Map<string, CallsState>();
+  private loading = new Map<string, Promise<CallsState>>();
+  private ips = new Map<string, IpState>();
+
+  constructor(private readonly clock: Clock) {}
+
+  async ipBlocked(ip: string): Promise<boolean> {
+    const s = this.ips.get(ip);
+    return s !== undefined && s.blockedUntil > this.clock.now().getTime();
+  }
+
+  async invalidKey(ip: string): Promise<boolean> {
+    const now = this.clock.now().getTime();
+    let s = this.ips.get(ip);
+    if (!s) {
+      if (this.ips.size >= MAX_IPS) this.sweepIps(now);
+      s = { start: now, n: 0, blockedUntil: 0 };
+      this.ips.set(ip, s);
+    }
+    if (now - s.start >= WINDOW_MS || now < s.start) {
+      s.start = now;
+      s.n = 0;
+    }
+    s.n += 1;
+    if (s.n > INVALID_KEYS_PER_MINUTE) {
+      s.blockedUntil = now + IP_BLOCK_MS;
+      s.n = 0;
+      s.start = now;
+      return true;
+    }
+    return false;
+  }
+
+  async admit(ctx: AccountLimitsCtx, opts: AdmitOptions): Promise<CapOutcome> {
+    const now = this.clock.now().getTime();
+    const period = periodOf(now);
+    const calls = await this.callsState(ctx.accountId, period, opts);
+    // Everything below is synchronous: no other request of this process interleaves.
+    const win = windowStart(now);
+    const req = current(this.requests, ctx.accountId, win);
+    const msg = opts.message ? current(this.messages, ctx.accountId, win) : null;
+    const verdict = decide(ctx, opts.message, { requests: req.n, messages: msg?.n ?? 0, apiCalls: calls.n });
+    if (verdict === 'ok') {
+      req.n += 1;
+      if (msg) msg.n += 1;
+      calls.n += 1;
+    }
+    return outcome(ctx, now, verdict, req.n, calls.n);
+  }
+
+  /** The account's API-call counter of `period`, loaded from the database when missing or old. */
+  private async callsState(accountId: string, period: Period, opts: AdmitOptions): Promise<CallsState> {
+    const p = period.start.getTime();
+    const cur = this.calls.get(accountId);
+    if (cur && cur.period === p && Date.now() - cur.loadedAt < CALLS_REFRESH_MS) return cur;
+    const key = `${accountId}:${p}`;
+    let load = this.loading.get(key);
+    if (!load) {
+      load = opts
+        .recordedApiCalls(period)
+        .then(
+          (n) => {
+            const st: CallsState = { period: p, n, loadedAt: Date.now() };
+            this.calls.set(accountId, st);
+            return st;
+          },
+          // Database unreachable: keep counting from what we have (fail open) and retry soon.
+          () => {
+            const st: CallsState =
+              cur && cur.period === p ? cur : { period: p, n: 0, loadedAt: Date.now() - CALLS_REFRESH_MS + RETRY_LOAD_MS };
+            st.loadedAt = Date.now() - CALLS_REFRESH_MS + RETRY_LOAD_MS;
+            this.calls.set(accountId, st);
+            return st;
+          },
+        )
+        .finally(() => this.loading.delete(key));
+      this.loading.set(key, load);
+    }
+    return load;
+  }
+
+  private sweepIps(now: number): void {
+    for (const [ip, s] of this.ips) if (s.blockedUntil <= now && now - s.start >= WINDOW_MS) this.ips.delete(ip);
+    if (this.ips.size >= MAX_IPS) this.ips.clear();
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** The account's counter for window `win` (a new window starts at zero). */
+function current(map: Map<string, Window>, accountId: string, win: number): Window {
+  let w = map.get(accountId);
+  if (!w) {
+    w = { start: win, n: 0 };
+    map.set(accountId, w);
+  } else if (w.start !== win) {
+    w.start = win;
+    w.n = 0;
+  }
+  return w;
+}

@@ -1,0 +1,257 @@
+// Webhook subscriptions and their delivery log (operator-api.md "Webhooks"; decisions.md).
+import { sql } from 'kysely';
+import type { Db, Executor } from '../db/index.js';
+import type { AccountRow, DeliveryRow, WebhookRow } from '../db/types.js';
+import { ApiError } from '../http/errors.js';
+import { iso } from '../http/schemas.js';
+import { newId } from '../lib/ids.js';
+import { effectiveLimits, suggestPlan } from '../limits/plans.js';
+import type { Services } from '../services.js';
+import { emitEvent } from './outbox.js';
+import { newSecret } from './signing.js';
+import { assertPublicUrl, parseWebhookUrl } from './ssrf.js';
+
+/** The old secret keeps signing this long after a rotation (decisions.md). */
+export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+
+export const webhookView = (w: WebhookRow) => ({
+  id: w.id,
+  url: w.url,
+  events: w.events,
+  enabled: w.enabled,
+  disabledReason: w.disabled_reason,
+  createdAt: w.created_at.toISOString(),
+});
+
+/** Validates a URL for registration: http(s), and public unless private addresses are allowed. */
+async function checkUrl(s: Services, raw: string): Promise<string> {
+  const u = parseWebhookUrl(raw);
+  if (!s.config.allowPrivateWebhooks) await assertPublicUrl(u);
+  return u.toString();
+}
+
+export async function createWebhook(s: Services, account: AccountRow, input: { url: string; events?: string[] | null | undefined }) {
+  const url = await checkUrl(s, input.url);
+  const limits = effectiveLimits(account.plan, account.limits);
+  const now = s.clock.now();
+  return s.db.transaction().execute(async (trx) => {
+    // Serialise creations per account so two concurrent ones cannot both pass the maximum.
+    await sql`SELECT id FROM accounts WHERE id = ${account.id} FOR UPDATE`.execute(trx);
+    const { n } = await trx
+      .selectFrom('webhooks')
+      .select(sql<number>`count(*)::int`.as('n'))
+      .where('account_id', '=', account.id)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirstOrThrow();
+    if (limits.webhookUrls !== null && n >= limits.webhookUrls) {
+      throw new ApiError('webhook_limit', {
+        params: { limit: limits.webhookUrls },
+        cause: {
+          type: 'upgrade',
+          reason: 'limit',
+          resource: 'webhookUrls',
+          plan: account.plan,
+          limit: limits.webhookUrls,
+          used: n,
+          suggested: suggestPlan('webhookUrls', n),
+        },
+      });
+    }
+    const row = await trx
+      .insertInto('webhooks')
+      .values({
+        id: newId(),
+        account_id: account.id,
+        url,
+        events: input.events?.length ? [...new Set(input.events)] : null,
+        secret: newSecret(),
+        created_at: now,
+        updated_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    // The secret is shown here and stays readable by the operator (it signs every delivery).
+    return { ...webhookView(row), secret: row.secret };
+  });
+}
+
+export async function getWebhook(db: Executor, accountId: string, id: string): Promise<WebhookRow> {
+  const w = await db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (!w) throw new ApiError('webhook_not_found');
+  return w;
+}
+
+export async function listWebhooks(db: Executor, accountId: string) {
+  const rows = await db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('deleted_at', 'is', null)
+    .orderBy('id')
+    .execute();
+  return rows.map(webhookView);
+}
+
+/**
+ * PATCH {url?, events?, enabled?}. Re-enabling a disabled URL replays what it did not get:
+ * deliveries still pending, and those that failed since the URL started failing.
+ */
+export async function updateWebhook(
+  s: Services,
+  accountId: string,
+  id: string,
+  input: { url?: string | undefined; events?: string[] | null | undefined; enabled?: boolean | undefined },
+) {
+  const url = input.url === undefined ? undefined : await checkUrl(s, input.url);
+  const now = s.clock.now();
+  const out = await s.db.transaction().execute(async (trx) => {
+    const w = await getWebhook(trx, accountId, id);
+    const reenable = input.enabled === true && !w.enabled;
+    if (reenable) {
+      await sql`
+        UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ${now}, next_trigger = 'manual',
+          schedule_start = attempts, lease_until = NULL, updated_at = ${now}
+        WHERE webhook_id = ${w.id} AND (status = 'pending'
+          OR (status = 'failed' AND ${w.failing_since}::timestamptz IS NOT NULL AND last_attempt_at >= ${w.failing_since}::timestamptz))`.execute(
+        trx,
+      );
+    }
+    return trx
+      .updateTable('webhooks')
+      .set({
+        ...(url !== undefined ? { url } : {}),
+        ...(input.events !== undefined ? { events: input.events?.length ? [...new Set(input.events)] : null } : {}),
+        ...(input.enabled !== undefined ? { enabled: input.enabled, disabled_reason: input.enabled ? null : 'manual' } : {}),
+        ...(reenable ? { failing_since: null } : {}),
+        updated_at: now,
+      })
+      .where('id', '=', w.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  if (input.enabled) s.dispatcher.wake();
+  return webhookView(out);
+}
+
+export async function deleteWebhook(s: Services, accountId: string, id: string): Promise<void> {
+  const w = await getWebhook(s.db, accountId, id);
+  await s.db.updateTable('webhooks').set({ deleted_at: s.clock.now(), enabled: false }).where('id', '=', w.id).execute();
+}
+
+/** New secret; the previous one keeps signing (a second signature) for 24 h. */
+export async function rotateSecret(s: Services, accountId: string, id: string): Promise<{ secret: string }> {
+  const w = await getWebhook(s.db, accountId, id);
+  const now = s.clock.now();
+  const secret = newSecret();
+  await s.db
+    .updateTable('webhooks')
+    .set({ secret, previous_secret: w.secret, previous_secret_expires_at: new Date(now.getTime() + ROTATION_OVERLAP_MS), updated_at: now })
+    .where('id', '=', w.id)
+    .execute();
+  return { secret };
+}
+
+/** The test event (api.md §6): a `message.received` with sample data and `test: true`, to this URL only. */
+export async function sendTestEvent(s: Services, accountId: string, id: string): Promise<{ eventId: string }> {
+  const w = await getWebhook(s.db, accountId, id);
+  const now = s.clock.now();
+  const eventId = await s.db.transaction().execute((trx) =>
+    emitEvent(
+      trx,
+      {
+        accountId,
+        kind: 'message.received',
+        test: true,
+        webhookId: w.id,
+        data: {
+          id: '00000000-0000-7000-8000-000000000000',
+          wamid: 'wamid.TEST',
+          conversationId: '00000000-0000-7000-8000-000000000001',
+          to: '5491100000000',
+          contact: { id: '00000000-0000-7000-8000-000000000002', name: 'Cliente de prueba', phone: '5491155550000' },
+          type: 'text',
+          text: 'Mensaje de prueba de Chasqui',
+          timestamp: now.toISOString(),
+        },
+      },
+      now,
+    ),
+  );
+  s.dispatcher.wake();
+  return { eventId };
+}
+
+type DeliveryListRow = DeliveryRow & { kind: string };
+
+export const deliveryView = (d: DeliveryListRow) => ({
+  id: d.id,
+  eventId: d.event_id,
+  event: d.kind,
+  status: d.status,
+  skipReason: d.skip_reason,
+  attempts: d.attempts,
+  lastAttemptAt: iso(d.last_attempt_at),
+  nextAttemptAt: d.status === 'pending' ? iso(d.next_attempt_at) : null,
+  lastStatusCode: d.last_status_code,
+  createdAt: d.created_at.toISOString(),
+});
+
+const deliveries = (db: Executor) =>
+  db.selectFrom('webhook_deliveries as d').innerJoin('events as e', 'e.id', 'd.event_id').selectAll('d').select('e.kind');
+
+/** The URL's deliveries, newest first; `after` is the last id of the previous page. */
+export async function listDeliveries(db: Db, accountId: string, webhookId: string, q: { limit: number; after?: string | undefined }) {
+  await getWebhook(db, accountId, webhookId);
+  let query = deliveries(db).where('d.webhook_id', '=', webhookId);
+  if (q.after) query = query.where('d.id', '<', q.after);
+  const rows = await query
+    .orderBy('d.id', 'desc')
+    .limit(q.limit + 1)
+    .execute();
+  const hasMore = rows.length > q.limit;
+  const data = (hasMore ? rows.slice(0, q.limit) : rows).map(deliveryView);
+  return { data, hasMore, nextCursor: hasMore ? (data[data.length - 1]?.id ?? null) : null };
+}
+
+async function getDelivery(db: Executor, accountId: string, webhookId: string, id: string): Promise<DeliveryListRow> {
+  await getWebhook(db, accountId, webhookId);
+  const d = await deliveries(db).where('d.id', '=', id).where('d.webhook_id', '=', webhookId).executeTakeFirst();
+  if (!d) throw new ApiError('delivery_not_found');
+  return d;
+}
+
+/** One delivery with every attempt (decisions.md: number, trigger, status code, duration, excerpt, error). */
+export async function deliveryDetail(db: Db, accountId: string, webhookId: string, id: string) {
+  const d = await getDelivery(db, accountId, webhookId, id);
+  const attempts = await db.selectFrom('webhook_attempts').selectAll().where('delivery_id', '=', d.id).orderBy('attempt_number').execute();
+  return {
+    ...deliveryView(d),
+    attemptLog: attempts.map((a) => ({
+      attempt: a.attempt_number,
+      trigger: a.trigger,
+      statusCode: a.status_code,
+      durationMs: a.duration_ms,
+      responseExcerpt: a.response_excerpt,
+      error: a.error,
+      at: a.created_at.toISOString(),
+    })),
+  };
+}
+
+/** Queues a manual attempt now (its retry schedule starts over). Skipped deliveries are never sent. */
+export async function redeliver(s: Services, accountId: string, webhookId: string, id: string): Promise<void> {
+  const d = await getDelivery(s.db, accountId, webhookId, id);
+  if (d.status === 'skipped') throw new ApiError('delivery_skipped');
+  const now = s.clock.now();
+  await sql`
+    UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ${now}, next_trigger = 'manual',
+      schedule_start = attempts, lease_until = NULL, updated_at = ${now}
+    WHERE id = ${d.id}`.execute(s.db);
+  s.dispatcher.wake();
+}

@@ -1,0 +1,400 @@
+// POST /messages and GET /messages/{id} (api.md §4, decisions.md "Message record"), the delivery
+// status machine (api.md §3, decisions.md "Resources") and the sandbox test numbers
+// (operator-api.md "Sandbox channel"). Statuses are moved by the sandbox status endpoint (the
+// provider's report) with SANDBOX_AUTO_STATUS=off; one test runs the automatic timers for real.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../../src/lib/ids.js';
+import { sendMessage } from '../../src/messages/send.js';
+import { reportStatuses } from '../../src/messages/status.js';
+import { startTestApp, type TestAccount, type TestApp } from '../harness.js';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp();
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+let seq = 0;
+const next = () => {
+  seq += 1;
+  return seq;
+};
+/** A fresh recipient that is not a sandbox test number (last four digits 1xxx). */
+const freshPhone = () => `+54911${String(70000000 + (process.pid % 1000) * 100 + next() * 10 + 1000).slice(-8)}`;
+/** A recipient ending in the given sandbox test digits. */
+const testNumber = (last4: string) => `+5491177${String(next() % 100).padStart(2, '0')}${last4}`;
+
+async function template(acc: TestAccount, o: { category?: string; status?: string } = {}) {
+  const res = await app.admin('POST', `/accounts/${acc.id}/templates`, {
+    name: `tpl_${next()}_${Date.now()}`,
+    category: o.category ?? 'UTILITY',
+    body: 'Hola {{nombre}}, tu pedido {{pedido}} está listo.',
+    variables: [
+      { name: 'nombre', label: 'Nombre', example: 'Ana' },
+      { name: 'pedido', label: 'Pedido', example: 'A-1' },
+    ],
+    status: o.status ?? 'APPROVED',
+  });
+  expect(res.status).toBe(201);
+  return res.body as { id: string; name: string };
+}
+
+const events = async (accountId: string, kind?: string) => {
+  let q = app.rt.services.db.selectFrom('events').selectAll().where('account_id', '=', accountId);
+  if (kind) q = q.where('kind', '=', kind);
+  return q.orderBy('created_at').orderBy('id').execute();
+};
+
+const status = (wamid: string, st: string, code?: number) =>
+  app.admin('POST', '/sandbox/status', { wamid, status: st, ...(code !== undefined ? { code } : {}) });
+
+describe('POST /messages (api.md §4)', () => {
+  it('"Exactly one of text and template must be sent; both or neither answers 400"', async () => {
+    const acc = await app.createAccount();
+    const t = await template(acc);
+    const both = await acc.call('POST', '/messages', { to: freshPhone(), text: 'hola', template: { id: t.id } });
+    expect(both.status).toBe(400);
+    expect(JSON.parse(both.body.error.message)[0].path).toEqual(['template']);
+    const neither = await acc.call('POST', '/messages', { to: freshPhone() });
+    expect(neither.status).toBe(400);
+    const badPhone = await acc.call('POST', '/messages', { to: '123', template: { id: t.id } });
+    expect(badPhone.status).toBe(400);
+    expect(JSON.parse(badPhone.body.error.message)[0].path).toEqual(['to']);
+  });
+
+  it('a template send → 201 Message record with status "sent"; missing variables take the contact attribute, then the example', async () => {
+    const acc = await app.createAccount();
+    const t = await template(acc);
+    const to = freshPhone();
+    const c = await acc.call('POST', '/contacts', { phone: to, attributes: { pedido: 'Z-99' } });
+    expect(c.status).toBe(201);
+    const res = await acc.call('POST', '/messages', { to, template: { id: t.id, variables: { extra: 'x' } } });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      wamid: expect.stringMatching(/^wamid\./),
+      status: 'sent',
+      to: to.replace(/\D/g, ''),
+      contactId: c.body.id,
+      conversationId: expect.any(String),
+      phoneNumberId: acc.phoneNumberId,
+      type: 'template',
+      template: { id: t.id, name: t.name, variables: { nombre: 'Ana', pedido: 'Z-99' } },
+      campaignId: null,
+      code: null,
+      error: null,
+      statusTimes: { sent: expect.any(String), delivered: null, read: null, failed: null },
+    });
+    expect(res.body.createdAt).toMatch(/Z$/);
+    const got = await acc.call('GET', `/messages/${res.body.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body).toEqual(res.body);
+  });
+
+  it('"Sending to a phone that is not yet a contact creates the contact without emitting contact.created"', async () => {
+    const acc = await app.createAccount();
+    const t = await template(acc);
+    const res = await acc.call('POST', '/messages', { to: freshPhone(), template: { id: t.id } });
+    expect(res.status).toBe(201);
+    const contact = await acc.call('GET', `/contacts/${res.body.contactId}`);
+    expect(contact.status).toBe(200);
+    expect(await events(acc.id, 'contact.created')).toHaveLength(0);
+  });
+
+  it('"it is subject to the contact limit of the plan (402)" with the upgrade cause; existing contacts still receive', async () => {
+    const acc = await app.createAccount({ limits: { contacts: 1 } });
+    const t = await template(acc);
+    const first = freshPhone();
+    expect((await acc.call('POST', '/messages', { to: first, template: { id: t.id } })).status).toBe(201);
+    const over = await acc.call('POST', '/messages', { to: freshPhone(), template: { id: t.id } });
+    expect(over.status).toBe(402);
+    expect(over.body.cause).toMatchObject({ type: 'upgrade', reason: 'limit', resource: 'contacts', limit: 1, used: 1 });
+    expect((await acc.call('POST', '/messages', { to: first, template: { id: t.id } })).status).toBe(201);
+  });
+
+  it('"404 (template no longer exists)" after DELETE; a template "not yet approved" → 409; another account\'s → 404', async () => {
+    const acc = await app.createAccount();
+    const other = await app.createAccount();
+    const t = await template(acc);
+    expect((await app.admin('DELETE', `/accounts/${acc.id}/templates/${t.id}`)).status).toBe(204);
+    const gone = await acc.call('POST', '/messages', { to: freshPhone(), template: { id: t.id } });
+    expect(gone.status).toBe(404);
+    expect(gone.body.cause).toBeNull();
+    const pending = await template(acc, { status: 'PENDING' });
+    const notYet = await acc.call('POST', '/messages', { to: freshPhone(), template: { id: pending.id } });
+    expect(notYet.status).toBe(409);
+    expect(notYet.body.error).toMatch(/aprobada/);
+    const foreign = await template(other);
+    expect((await acc.call('POST', '/messages', { to: freshPhone(), template: { id: foreign.id } })).status).toBe(404);
+  });
+
+  it('"no connected number with the given phoneNumberId" → 409; an account without numbers → 409', async () => {
+    const acc = await app.createAccount();
+    const t = await template(acc);
+    const unknown = await acc.call('POST', '/messages', { to: freshPhone(), template: { id: t.id }, phoneNumberId: newId() });
+    expect(unknown.status).toBe(409);
+
+    const bare = await app.admin('POST', '/accounts', { name: 'Sin número', plan: 'escala' });
+    const key = await app.admin('POST', `/accounts/${bare.body.id}/keys`, { name: 'k' });
+    const bareTpl = await app.admin('POST', `/accounts/${bare.body.id}/templates`, {
+      name: 'hola',
+      category: 'UTILITY',
+      body: 'Hola',
+      variables: [],
+      status: 'APPROVED',
+    });
+    const none = await app.api(key.body.key, 'POST', '/messages', { to: freshPhone(), template: { id: bareTpl.body.id } });
+    expect(none.status).toBe(409);
+    expect(none.body.error).toMatch(/número conectado/);
+  });
+
+  it('GET /messages/{id}: "404 when the message does not exist in the account" (another account\'s id too)', async () => {
+    const acc = await app.createAccount();
+    const other = await app.createAccount();
+    const t = await template(acc);
+    const sent = await acc.call('POST', '/messages', { to: freshPhone(), template: { id: t.id } });
+    expect((await other.call('GET', `/messages/${sent.body.id}`)).status).toBe(404);
+    expect((await acc.call('GET', `/messages/${newId()}`)).status).toBe(404);
+    expect((await acc.call('GET', '/messages/not-a-uuid')).status).toBe(400);
+  });
+});
+
+describe('the 24-hour window (api.md §3, decisions.md "Channel")', () => {
+  it('"Free text may be sent only within 24 hours after the contact\'s last inbound message" → 409 otherwise', async () => {
+    const acc = await app.createAccount();
+    const to = freshPhone();
+    const never = await acc.call('POST', '/messages', { to, text: 'hola' });
+    expect(never.status).toBe(409);
+    expect(never.body.error).toMatch(/24 horas/);
+    // A contact created by a rejected send is rolled back with it.
+    expect(await app.rt.services.db.selectFrom('contacts').select('id').where('account_id', '=', acc.id).execute()).toHaveLength(0);
+
+    const now = app.clock.now().getTime();
+    const wrote = await app.inbound({ accountId: acc.id, from: to, text: 'hola', timestamp: new Date(now - 23 * 3600_000).toISOString() });
+    expect(wrote.status).toBe(201);
+    const ok = await acc.call('POST', '/messages', { to, text: 'Hola, ¿en qué te ayudo?' });
+    expect(ok.status).toBe(201);
+    expect(ok.body).toMatchObject({
+      type: 'text',
+      text: 'Hola, ¿en qué te ayudo?',
+      status: 'sent',
+      conversationId: wrote.body.conversationId,
+    });
+    expect(ok.body.template).toBeUndefined();
+
+    app.clock.advance(3600_000 + 1);
+    expect((await acc.call('POST', '/messages', { to, text: 'sigo acá' })).status).toBe(409);
+    // A template may be sent at any time.
+    const t = await template(acc);
+    expect((await acc.call('POST', '/messages', { to, template: { id: t.id } })).status).toBe(201);
+  });
+
+  it('"measured from the provider timestamp": a message received now but sent 25 h ago opens no window', async () => {
+    const acc = await app.createAccount();
+    const to = freshPhone();
+    const now = app.clock.now().getTime();
+    await app.inbound({ accountId: acc.id, from: to, text: 'hola', timestamp: new Date(now - 25 * 3600_000).toISOString() });
+    expect((await acc.call('POST', '/messages', { to, text: 'hola' })).status).toBe(409);
+  });
+
+  it('an older provider timestamp arriving late never shrinks the window', async () => {
+    const acc = await app.createAccount();
+    const to = freshPhone();
+    const now = app.clock.now().getTime();
+    await app.inbound({ accountId: acc.id, from: to, text: 'hola', timestamp: new Date(now - 3600_000).toISOString() });
+    await app.inbound({ accountId: acc.id, from: to, text: 'viejo', timestamp: new Date(now - 30 * 3600_000).toISOString() });
+    expect((await acc.call('POST', '/messages', { to, text: 'respuesta' })).status).toBe(201);
+  });
+
+  it('opted-out contact (our decision): a template → 409; free text inside the window is still allowed', async () => {
+    const acc = await app.createAccount();
+    const t = await template(acc);
+    const to = freshPhone();
+    await app.inbound({ accountId: acc.id, from: to, text: 'BAJA' });
+    const tpl = await acc.call('POST', '/messages', { to, template: { id: t.id } });
+    expect(tpl.status).toBe(409);
+    expect(tpl.body.error).toMatch(/no recibir más mensajes/);
+    expect((await acc.call('POST', '/messages', { to, text: 'Listo, no te escribimos más.' })).status).toBe(201);
+  });
+});
+
+describe('sandbox test numbers (operator-api.md "Sandbox channel")', () => {
+  it('"0002 rejected at send → 502 with the provider\'s reason"; the message is kept as failed', async () => {
+    const acc = await app.createAccount();
+    const t = await template(acc);
+    const res = await acc.call('POST', '/messages', { to: testNumber('0002'), template: { id: t.id } });
+    expect(res.status).toBe(502);
+    expect(res.body.error).toMatch(/rechazó el mensaje: .*0002/);
+    expect(res.body.cause).toBeNull();
+    const kept = await acc.call('GET', `/messages/${res.body.messageId}`);
+    expect(kept.body).toMatchObject({ status: 'failed', wamid: null, code: 131030 });
+  });
+
+  it('"0001 accepted, then failed with code 131026" (at once with SANDBOX_AUTO_STATUS=off): 201 sent, then failed with the Spanish error', async () => {
+    const acc = await app.createAccount();
+    const t = await template(acc);
+    const res = await acc.call('POST', '/messages', { to: testNumber('0001'), template: { id: t.id } });
+    expect(res.status).toBe(201);
+    expect(res.body.status).toBe('sent');
+    const got = await acc.call('GET', `/messages/${res.body.id}`);
+    expect(got.body).toMatchObject({ status: 'failed', code: 131026, error: expect.stringMatching(/No se pudo entregar/) });
+    expect(got.body.statusTimes.failed).toEqual(expect.any(String));
+    const ev = await events(acc.id, 'message.status');
+    expect(ev.map((e) => e.data)).toEqual([
+      { id: res.body.id, wamid: res.body.wamid, status: 'failed', campaignId: null, code: 131026, timestamp: expect.any(String) },
+    ]);
+    // The report came before the send stored its wamid: it was kept, then used once.
+    const left = await app.rt.services.db.selectFrom('early_statuses').selectAll().where('wamid', '=', res.body.wamid).execute();
+    expect(left).toHaveLength(0);
+  });
+
+  it('"0003 marketing blocked: a MARKETING template fails with 131050 and sets marketingOptOut"; a UTILITY one is not blocked', async () => {
+    const acc = await app.createAccount();
+    const mkt = await template(acc, { category: 'MARKETING' });
+    const util = await template(acc);
+    const to = testNumber('0003');
+    const u = await acc.call('POST', '/messages', { to, template: { id: util.id } });
+    expect((await acc.call('GET', `/messages/${u.body.id}`)).body.status).toBe('sent');
+    const m = await acc.call('POST', '/messages', { to, template: { id: mkt.id } });
+    expect(m.status).toBe(201);
+    expect((await acc.call('GET', `/messages/${m.body.id}`)).body).toMatchObject({ status: 'failed', code: 131050 });
+    const contact = await acc.call('GET', `/contacts/${m.body.contactId}`);
+    expect(contact.body).toMatchObject({ marketingOptOut: true, optedOut: false });
+  });
+});
+
+describe('delivery status machine (api.md §3, decisions.md "Resources")', () => {
+  const sendOne = async (acc: TestAccount) => {
+    const t = await template(acc);
+    const res = await acc.call('POST', '/messages', { to: freshPhone(), template: { id: t.id } });
+    expect(res.status).toBe(201);
+    return res.body as { id: string; wamid: string };
+  };
+
+  it('"sent < delivered < read"; "A report that would move a status backward, or repeats one, changes nothing and emits nothing"', async () => {
+    const acc = await app.createAccount();
+    const m = await sendOne(acc);
+    expect((await status(m.wamid, 'delivered')).body).toMatchObject({ applied: true, status: 'delivered', messageId: m.id });
+    expect((await status(m.wamid, 'delivered')).body).toMatchObject({ applied: false, status: 'delivered' });
+    expect((await status(m.wamid, 'sent')).body.applied).toBe(false);
+    expect((await status(m.wamid, 'read')).body).toMatchObject({ applied: true, status: 'read' });
+    expect((await status(m.wamid, 'delivered')).body.applied).toBe(false);
+    // "failed may follow sent or delivered, never read"
+    expect((await status(m.wamid, 'failed', 131026)).body).toMatchObject({ applied: false, status: 'read' });
+    const got = await acc.call('GET', `/messages/${m.id}`);
+    expect(got.body).toMatchObject({ status: 'read', code: null, error: null });
+    expect(got.body.statusTimes).toEqual({
+      sent: expect.any(String),
+      delivered: expect.any(String),
+      read: expect.any(String),
+      failed: null,
+    });
+    const ev = await events(acc.id, 'message.status');
+    expect(ev.map((e) => (e.data as any).status)).toEqual(['delivered', 'read']);
+    expect(ev[0]!.data).toEqual({
+      id: m.id,
+      wamid: m.wamid,
+      status: 'delivered',
+      campaignId: null,
+      code: null,
+      timestamp: expect.any(String),
+    });
+  });
+
+  it('"failed ... is final" with the provider code: later reports change nothing', async () => {
+    const acc = await app.createAccount();
+    const m = await sendOne(acc);
+    await status(m.wamid, 'delivered');
+    expect((await status(m.wamid, 'failed', 131026)).body).toMatchObject({ applied: true, status: 'failed' });
+    expect((await status(m.wamid, 'read')).body.applied).toBe(false);
+    expect((await status(m.wamid, 'failed', 131000)).body.applied).toBe(false);
+    expect((await acc.call('GET', `/messages/${m.id}`)).body).toMatchObject({ status: 'failed', code: 131026 });
+    expect((await events(acc.id, 'message.status')).map((e) => (e.data as any).code)).toEqual([null, 131026]);
+  });
+
+  it('"several changes reported together → the most advanced one only (may be read without a prior delivered event)", one event', async () => {
+    const acc = await app.createAccount();
+    const m = await sendOne(acc);
+    const at = app.clock.now();
+    await reportStatuses(app.rt.services, [
+      { wamid: m.wamid, status: 'delivered', at },
+      { wamid: m.wamid, status: 'read', at },
+      { wamid: m.wamid, status: 'sent', at },
+    ]);
+    const ev = await events(acc.id, 'message.status');
+    expect(ev.map((e) => (e.data as any).status)).toEqual(['read']);
+    const got = await acc.call('GET', `/messages/${m.id}`);
+    expect(got.body.status).toBe('read');
+    expect(got.body.statusTimes.delivered).toEqual(expect.any(String));
+  });
+
+  it('"A status report that arrives before the wamid is stored must not be lost" (architecture.md): kept, then applied', async () => {
+    const acc = await app.createAccount();
+    const wamid = `wamid.EARLY${Date.now()}`;
+    const early = await status(wamid, 'delivered');
+    expect(early.body).toMatchObject({ applied: false, early: true, messageId: null });
+    await status(wamid, 'read');
+    // A message that takes this wamid (as a send does when the provider answers) gets the most advanced kept report.
+    const m = await sendOne(acc);
+    const { applyEarlyStatuses } = await import('../../src/messages/status.js');
+    await app.rt.services.db.updateTable('messages').set({ wamid }).where('id', '=', m.id).execute();
+    const applied = await applyEarlyStatuses(app.rt.services, wamid);
+    expect(applied?.status).toBe('read');
+    expect((await acc.call('GET', `/messages/${m.id}`)).body.status).toBe('read');
+    expect((await events(acc.id, 'message.status')).map((e) => (e.data as any).status)).toEqual(['read']);
+    expect(await applyEarlyStatuses(app.rt.services, wamid)).toBeNull();
+  });
+
+  it('campaign counters follow the status reports of campaign messages (decisions.md "Campaigns")', async () => {
+    const acc = await app.createAccount();
+    const t = await template(acc);
+    const db = app.rt.services.db;
+    const campaignId = newId();
+    await db
+      .insertInto('campaigns')
+      .values({ id: campaignId, account_id: acc.id, name: 'c', template_id: t.id, created_at: app.clock.now() })
+      .execute();
+    const account = await db.selectFrom('accounts').selectAll().where('id', '=', acc.id).executeTakeFirstOrThrow();
+    const a = await sendMessage(app.rt.services, account, { to: freshPhone(), template: { id: t.id }, campaignId });
+    const b = await sendMessage(app.rt.services, account, { to: freshPhone(), template: { id: t.id }, campaignId });
+    const c = await sendMessage(app.rt.services, account, { to: freshPhone(), template: { id: t.id }, campaignId });
+    expect(a.campaignId).toBe(campaignId);
+    await status(a.wamid!, 'delivered');
+    await status(a.wamid!, 'read');
+    await status(b.wamid!, 'read'); // jump: counts as delivered too
+    await status(b.wamid!, 'delivered'); // backward: nothing
+    await status(c.wamid!, 'failed', 131026);
+    const row = await db.selectFrom('campaigns').selectAll().where('id', '=', campaignId).executeTakeFirstOrThrow();
+    expect({ delivered: row.delivered, read: row.read, failed: row.failed }).toEqual({ delivered: 2, read: 2, failed: 1 });
+    const ev = await events(acc.id, 'message.status');
+    expect(ev.every((e) => (e.data as any).campaignId === campaignId)).toBe(true);
+  });
+});
+
+describe('SANDBOX_AUTO_STATUS=on (operator-api.md "Configuration")', () => {
+  it('"the sandbox reports delivered after ~1 s and read after ~3 s"; 0001 fails ≈1 s later', async () => {
+    const auto = await startTestApp({ env: { SANDBOX_AUTO_STATUS: 'on' } });
+    try {
+      const acc = await auto.createAccount();
+      const t = await auto.admin('POST', `/accounts/${acc.id}/templates`, {
+        name: 'auto',
+        category: 'UTILITY',
+        body: 'Hola',
+        variables: [],
+        status: 'APPROVED',
+      });
+      const ok = await acc.call('POST', '/messages', { to: freshPhone(), template: { id: t.body.id } });
+      const bad = await acc.call('POST', '/messages', { to: testNumber('0001'), template: { id: t.body.id } });
+      expect((await acc.call('GET', `/messages/${bad.body.id}`)).body.status).toBe('sent');
+      await new Promise((r) => setTimeout(r, 1600));
+      expect((await acc.call('GET', `/messages/${ok.body.id}`)).body.status).toBe('delivered');
+      expect((await acc.call('GET', `/messages/${bad.body.id}`)).body).toMatchObject({ status: 'failed', code: 131026 });
+      await new Promise((r) => setTimeout(r, 1800));
+      expect((await acc.call('GET', `/messages/${ok.body.id}`)).body.status).toBe('read');
+    } finally {
+      await auto.close();
+    }
+  });
+});
