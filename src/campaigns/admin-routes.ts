@@ -4,7 +4,7 @@ import { accountOr404 } from '../accounts/admin-routes.js';
 import { IdParams, type RoutesFn } from '../http/schemas.js';
 import { CampaignInput, campaignView, cancelCampaign, createCampaign, getCampaign, listCampaigns } from './service.js';
 
-const CampaignParams = z.object({ id: z.uuid(), campaignId: z.string() });
+const CampaignParams = z.object({ id: z.uuid(), campaignId: z.uuid() });
 
 export const campaignAdminRoutes: RoutesFn = (app, s) => {
   app.post('/accounts/:id/campaigns', { schema: { tags: ['Operator'], params: IdParams, body: CampaignInput } }, async (req, reply) => {

@@ -1,6 +1,6 @@
 // GET /campaigns and /campaigns/{id} (api.md §4, decisions.md "Endpoints").
 import { z } from 'zod';
-import { errors, type RoutesFn } from '../http/schemas.js';
+import { errors, IdParams, type RoutesFn } from '../http/schemas.js';
 import { CampaignView, campaignView, getCampaign, listCampaigns } from './service.js';
 
 export const campaignRoutes: RoutesFn = (app, s) => {
@@ -22,8 +22,8 @@ export const campaignRoutes: RoutesFn = (app, s) => {
       schema: {
         summary: 'One campaign with its send counters',
         tags: ['Campaigns'],
-        params: z.object({ id: z.string() }),
-        response: { 200: CampaignView, ...errors(401, 402, 404, 429) },
+        params: IdParams,
+        response: { 200: CampaignView, ...errors(400, 401, 402, 404, 429) },
       },
     },
     async (req) => campaignView(await getCampaign(s.db, req.auth.account.id, req.params.id)),

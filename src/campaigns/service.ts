@@ -67,7 +67,10 @@ const AttrKey = z.string().regex(/^[A-Za-z0-9_]{1,64}$/, textFor('attribute_key_
 export const CampaignInput = z.object({
   name: z.string().trim().min(1).max(200),
   templateId: Uuid.describe('An APPROVED template of the account'),
-  variables: z.record(AttrKey, z.string().max(1000)).optional().describe('Template variables; missing ones take each contact’s attribute, then the example'),
+  variables: z
+    .record(AttrKey, z.string().max(1000))
+    .optional()
+    .describe('Template variables; missing ones take each contact’s attribute, then the example'),
   audience: z
     .object({ attributes: z.record(AttrKey, z.string().max(1000)).optional().describe('Contacts whose attributes equal all of these') })
     .optional(),
@@ -198,7 +201,13 @@ const PARALLEL = 4;
 const STUCK_MS = 5 * 60 * 1000;
 
 /** ApiError codes that stop the whole campaign: no recipient could be sent either. */
-const CAMPAIGN_FATAL = new Set(['template_not_found', 'template_not_approved', 'phone_number_unknown', 'phone_number_disconnected', 'no_connected_number']);
+const CAMPAIGN_FATAL = new Set([
+  'template_not_found',
+  'template_not_approved',
+  'phone_number_unknown',
+  'phone_number_disconnected',
+  'no_connected_number',
+]);
 
 interface Recipient {
   campaign_id: string;
@@ -219,9 +228,18 @@ async function startDue(s: Services): Promise<number> {
   let n = 0;
   for (const { id } of due) {
     const started = await s.db.transaction().execute(async (trx) => {
-      const c = await trx.selectFrom('campaigns').selectAll().where('id', '=', id).where('status', '=', 'scheduled').forUpdate().skipLocked().executeTakeFirst();
+      const c = await trx
+        .selectFrom('campaigns')
+        .selectAll()
+        .where('id', '=', id)
+        .where('status', '=', 'scheduled')
+        .forUpdate()
+        .skipLocked()
+        .executeTakeFirst();
       if (!c) return false;
-      const t = c.template_id ? await trx.selectFrom('templates').select('category').where('id', '=', c.template_id).executeTakeFirst() : undefined;
+      const t = c.template_id
+        ? await trx.selectFrom('templates').select('category').where('id', '=', c.template_id).executeTakeFirst()
+        : undefined;
       await startInTrx(trx, c, t?.category === 'MARKETING', now);
       return true;
     });
@@ -300,7 +318,8 @@ async function sendOne(s: Services, account: AccountRow, c: CampaignRow, marketi
     return { kind: 'sent', messageId: m.id };
   } catch (err) {
     if (err instanceof ApiError && CAMPAIGN_FATAL.has(err.code)) return { kind: 'fatal', error: err };
-    if (err instanceof ApiError && (err.code === 'send_opted_out' || err.code === 'contact_opted_out')) return { kind: 'skipped', error: 'opted_out' };
+    if (err instanceof ApiError && (err.code === 'send_opted_out' || err.code === 'contact_opted_out'))
+      return { kind: 'skipped', error: 'opted_out' };
     const messageId = err instanceof ApiError && typeof err.extra.messageId === 'string' ? err.extra.messageId : undefined;
     const error = err instanceof Error ? err.message : String(err);
     if (!(err instanceof ApiError)) s.log.warn({ err: { message: error }, campaignId: c.id }, 'campaign send failed');
@@ -342,7 +361,12 @@ async function failCampaign(s: Services, campaignId: string, err: ApiError): Pro
   const now = s.clock.now();
   s.log.warn({ campaignId, code: err.code }, 'campaign stopped');
   await s.db.transaction().execute(async (trx) => {
-    await trx.updateTable('campaigns').set({ status: 'failed', completed_at: now }).where('id', '=', campaignId).where('status', '=', 'sending').execute();
+    await trx
+      .updateTable('campaigns')
+      .set({ status: 'failed', completed_at: now })
+      .where('id', '=', campaignId)
+      .where('status', '=', 'sending')
+      .execute();
     await trx
       .updateTable('campaign_recipients')
       .set({ status: 'skipped', error: err.code, updated_at: now })
@@ -392,7 +416,9 @@ export async function runCampaigns(s: Services): Promise<number> {
     for (const r of batch) {
       if (campaigns.has(r.campaign_id)) continue;
       const c = await s.db.selectFrom('campaigns').selectAll().where('id', '=', r.campaign_id).executeTakeFirstOrThrow();
-      const t = c.template_id ? await s.db.selectFrom('templates').select('category').where('id', '=', c.template_id).executeTakeFirst() : undefined;
+      const t = c.template_id
+        ? await s.db.selectFrom('templates').select('category').where('id', '=', c.template_id).executeTakeFirst()
+        : undefined;
       campaigns.set(c.id, { c, marketing: t?.category === 'MARKETING', fatal: false });
       if (!accounts.has(c.account_id)) {
         accounts.set(c.account_id, await s.db.selectFrom('accounts').selectAll().where('id', '=', c.account_id).executeTakeFirstOrThrow());

@@ -7,7 +7,7 @@ import { OutcomeBody } from './routes.js';
 import { closeManually, getCaseView, setOutcome, setReasonByPerson } from './service.js';
 
 const By = z.object({ id: z.string().min(1).max(255), name: z.string().min(1).max(200) }).describe('The team member');
-const CaseParams = z.object({ id: z.uuid(), caseId: z.string() });
+const CaseParams = z.object({ id: z.uuid(), caseId: z.uuid() });
 
 export const caseAdminRoutes: RoutesFn = (app, s) => {
   app.post('/accounts/:id/pipelines', { schema: { tags: ['Operator'], params: IdParams, body: PipelineInput } }, async (req, reply) => {
@@ -41,7 +41,11 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
       schema: {
         tags: ['Operator'],
         params: CaseParams,
-        body: z.object({ reason: z.string().trim().min(1).max(200), subreason: z.string().trim().min(1).max(200).optional(), by: By.optional() }),
+        body: z.object({
+          reason: z.string().trim().min(1).max(200),
+          subreason: z.string().trim().min(1).max(200).optional(),
+          by: By.optional(),
+        }),
       },
     },
     async (req) => {

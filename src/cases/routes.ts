@@ -2,13 +2,10 @@
 // POST /cases/{id}/stage (api.md §4, decisions.md "Endpoints").
 import { z } from 'zod';
 import { textFor } from '../http/messages.es-AR.js';
-import { CursorQuery, errors, type RoutesFn, Uuid } from '../http/schemas.js';
+import { CursorQuery, errors, IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { getPipeline, listPipelines, PipelineView } from './pipelines.js';
 import { changeStage, getCaseView, listPipelineCases, setOutcome } from './service.js';
 import { CaseView } from './view.js';
-
-/** Path ids are plain strings: an id that is not a UUID is simply not found (404). */
-const AnyIdParams = z.object({ id: z.string() });
 
 export const OutcomeBody = z.object({
   result: z.enum(['won', 'lost']).describe('Sale (`won`) or loss (`lost`)'),
@@ -54,7 +51,7 @@ export const caseRoutes: RoutesFn = (app, s) => {
         summary: 'The pipeline’s cases, newest first (filters stage and status; offset pages)',
         description: '`nextOffset` = offset + the number of cases returned. Unknown pipeline → 404.',
         tags: ['Cases'],
-        params: AnyIdParams,
+        params: IdParams,
         querystring: CaseListQuery,
         response: {
           200: z.object({ data: z.array(CaseView), hasMore: z.boolean(), nextOffset: z.number().int() }),
@@ -74,8 +71,8 @@ export const caseRoutes: RoutesFn = (app, s) => {
       schema: {
         summary: 'One case',
         tags: ['Cases'],
-        params: AnyIdParams,
-        response: { 200: CaseView, ...errors(401, 402, 404, 429) },
+        params: IdParams,
+        response: { 200: CaseView, ...errors(400, 401, 402, 404, 429) },
       },
     },
     async (req) => getCaseView(s.db, req.auth.account.id, req.params.id),
@@ -88,7 +85,7 @@ export const caseRoutes: RoutesFn = (app, s) => {
         summary: 'Mark a sale or a loss (outcomeSource `api`; emits case.outcome)',
         description: 'Also allowed on closed cases; a later call replaces the outcome. The case status does not change.',
         tags: ['Cases'],
-        params: AnyIdParams,
+        params: IdParams,
         body: OutcomeBody,
         response: { 200: CaseView, ...errors(400, 401, 402, 404, 429) },
       },
@@ -104,7 +101,7 @@ export const caseRoutes: RoutesFn = (app, s) => {
         description:
           'The stage must belong to the case’s pipeline (any pipeline of the account when the case is in none). Closed case → 409.',
         tags: ['Cases'],
-        params: AnyIdParams,
+        params: IdParams,
         body: z.object({
           stageId: Uuid.describe('A stage of the case’s pipeline'),
           amount: z.number().min(0).max(99_999_999_999_999).optional().describe('Amount of the sale (won stages)'),

@@ -22,7 +22,13 @@ export async function emitCaseEvent(trx: Executor, kind: CaseEventKind, caseId: 
 /** Locks the account's case (404 when it is not the account's, or the id is not a UUID). */
 async function lockCase(trx: Trx, accountId: string, id: string) {
   if (!isUuid(id)) throw new ApiError('case_not_found');
-  const c = await trx.selectFrom('cases').selectAll().where('account_id', '=', accountId).where('id', '=', id).forUpdate().executeTakeFirst();
+  const c = await trx
+    .selectFrom('cases')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
   if (!c) throw new ApiError('case_not_found');
   return c;
 }
@@ -207,4 +213,10 @@ export async function listPipelineCases(
 
 /** Cases of a conversation that are still open, oldest first (the inbound path and jobs). */
 export const openCaseOf = (trx: Executor, conversationId: string) =>
-  trx.selectFrom('cases').selectAll().where('conversation_id', '=', conversationId).where('status', '=', 'open').forUpdate().executeTakeFirst();
+  trx
+    .selectFrom('cases')
+    .selectAll()
+    .where('conversation_id', '=', conversationId)
+    .where('status', '=', 'open')
+    .forUpdate()
+    .executeTakeFirst();

@@ -12,7 +12,8 @@ export const contactRoutes: RoutesFn = (app, s) => {
         summary: 'Create or update a contact by phone',
         description:
           'A new phone creates the contact (201, webhook `contact.created` with source `api`); a known one updates it (200). ' +
-          'Attributes are merged: only the sent keys change. Spellings of one number (e.g. Argentine mobiles with or without 9) are one contact.',
+          'Attributes are merged: only the sent keys change. Spellings of one number (e.g. Argentine mobiles with or without 9) are one contact. ' +
+          'An optional `Idempotency-Key` header (1–255 characters) replays the first answer for 24 hours.',
         tags: ['Contacts'],
         body: ContactInput,
         response: { 200: ContactView, 201: ContactView, ...errors(400, 401, 402, 409, 422, 429) },

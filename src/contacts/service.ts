@@ -102,7 +102,13 @@ export async function upsertContact(
 ): Promise<{ contact: ContactRow; created: boolean }> {
   const attrs = input.attributes ?? {};
   const lockByPhone = () =>
-    trx.selectFrom('contacts').selectAll().where('account_id', '=', account.id).where('phone', '=', input.phone).forUpdate().executeTakeFirst();
+    trx
+      .selectFrom('contacts')
+      .selectAll()
+      .where('account_id', '=', account.id)
+      .where('phone', '=', input.phone)
+      .forUpdate()
+      .executeTakeFirst();
   let existing = await lockByPhone();
   if (!existing) {
     try {
@@ -192,7 +198,11 @@ export async function saveContactFromApi(
   const { contact, created } = await s.db.transaction().execute(async (trx) => {
     const r = await upsertContact(trx, account, input, now);
     if (r.created) {
-      await emitEvent(trx, { accountId: account.id, kind: 'contact.created', data: { source: 'api', contact: contactView(r.contact) } }, now);
+      await emitEvent(
+        trx,
+        { accountId: account.id, kind: 'contact.created', data: { source: 'api', contact: contactView(r.contact) } },
+        now,
+      );
     }
     return r;
   });

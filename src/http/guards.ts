@@ -64,7 +64,7 @@ export function installPublicGuards(app: FastifyInstance, services: Services): v
     const isSend = req.method === 'POST' && req.routeOptions.url === '/api/v1/messages';
     const outcome = await services.limiter.admit(
       { accountId: account.id, plan: account.plan, limits: auth.limits },
-      { message: isSend, recordedApiCalls: (period) => services.usage.recordedApiCalls(account.id, period) },
+      { ip, message: isSend, recordedApiCalls: (period) => services.usage.recordedApiCalls(account.id, period) },
     );
     for (const [k, v] of Object.entries(outcome.headers)) reply.header(k, v);
     // A request rejected by a cap or by the quota did nothing and is not counted (api.md §7–8).

@@ -57,7 +57,9 @@ export function canonicalJson(v: unknown): string {
 
 /** What "the same request" means: the same route and the same JSON body (sha256, hex). */
 export const requestFingerprint = (route: string, body: unknown): string =>
-  createHash('sha256').update(`${route}\n${canonicalJson(body ?? null)}`).digest('hex');
+  createHash('sha256')
+    .update(`${route}\n${canonicalJson(body ?? null)}`)
+    .digest('hex');
 
 export function installIdempotency(app: FastifyInstance, s: Services): void {
   app.decorateRequest('idempotency', null);
@@ -126,7 +128,8 @@ export function installIdempotency(app: FastifyInstance, s: Services): void {
     try {
       if (acted) {
         // The exact JSON text, kept as a jsonb string: the replay is byte for byte the first answer.
-        const text = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : JSON.stringify(payload ?? null);
+        const text =
+          typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : JSON.stringify(payload ?? null);
         await row
           .set({ state: 'done', response_status: status, response_body: JSON.stringify(text) })
           .where('account_id', '=', req.auth.account.id)

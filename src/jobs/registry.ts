@@ -2,6 +2,7 @@
 // changed. The scheduler runs them on their own period; one runner per cluster (advisory lock).
 import { runCampaigns } from '../campaigns/service.js';
 import { runCaseTimeouts } from '../cases/timeouts.js';
+import { purgeIdempotencyKeys } from '../http/idempotency.js';
 import type { Services } from '../services.js';
 import { webhooksJob } from '../webhooks/job.js';
 
@@ -17,4 +18,6 @@ export const jobs: Record<string, Job> = {
   'case-timeouts': { everyMs: 60_000, run: runCaseTimeouts },
   // Starts due campaigns, sends a paced batch, completes finished ones (campaigns/service.ts).
   campaigns: { everyMs: 2_000, run: runCampaigns },
+  // Deletes Idempotency-Key rows past their 24 hours (http/idempotency.ts).
+  'idempotency-keys': { everyMs: 3_600_000, run: purgeIdempotencyKeys },
 };

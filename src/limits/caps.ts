@@ -22,7 +22,7 @@ export interface CounterState {
   apiCalls: number;
 }
 
-export type Verdict = 'ok' | 'requests' | 'messages' | 'quota';
+export type Verdict = 'ok' | 'requests' | 'messages' | 'quota' | 'blocked';
 
 /** The order of decisions.md: request cap, message cap, then the monthly API quota. */
 export function decide(ctx: AccountLimitsCtx, message: boolean, c: CounterState): Verdict {
@@ -38,6 +38,8 @@ export function decide(ctx: AccountLimitsCtx, message: boolean, c: CounterState)
  * request (unchanged when rejected).
  */
 export function outcome(ctx: AccountLimitsCtx, nowMs: number, verdict: Verdict, requests: number, apiCalls: number): CapOutcome {
+  // The IP block answers with the error text only (api.md §7: "not shown as headers").
+  if (verdict === 'blocked') return { headers: {}, error: new ApiError('ip_blocked') };
   const rpm = ctx.limits.requestsPerMinute;
   const reset = Math.max(1, Math.ceil((windowStart(nowMs) + WINDOW_MS - nowMs) / 1000));
   const headers: Record<string, string> = {};

@@ -45,6 +45,7 @@ export class MemoryLimiter implements Limiter {
   async invalidKey(ip: string): Promise<boolean> {
     const now = this.clock.now().getTime();
     let s = this.ips.get(ip);
+    if (s && s.blockedUntil > now) return true;
     if (!s) {
       if (this.ips.size >= MAX_IPS) this.sweepIps(now);
       s = { start: now, n: 0, blockedUntil: 0 };
@@ -66,6 +67,7 @@ export class MemoryLimiter implements Limiter {
 
   async admit(ctx: AccountLimitsCtx, opts: AdmitOptions): Promise<CapOutcome> {
     const now = this.clock.now().getTime();
+    if ((this.ips.get(opts.ip)?.blockedUntil ?? 0) > now) return outcome(ctx, now, 'blocked', 0, 0);
     const period = periodOf(now);
     const calls = await this.callsState(ctx.accountId, period, opts);
     // Everything below is synchronous: no other request of this process interleaves.

@@ -1,16 +1,17 @@
 // Counters in Redis (REDIS_URL), shared by every process behind the load balancer.
 //
-// Keys (prefix REDIS_KEY_PREFIX; the `{…}` hash tag keeps one account's keys in one slot):
-//   <p>:req:{<account>}:<windowStartMs>    requests in a one-minute window      (PX 120 s)
-//   <p>:msg:{<account>}:<windowStartMs>    POST /messages in the window         (PX 120 s)
-//   <p>:calls:{<account>}:<periodStartMs>  API calls of the quota month         (to period end + 35 d)
-//   <p>:bad:{<ip>}                         invalid keys: hash {s: first hit, n}  (PX 120 s)
-//   <p>:block:{<ip>}                       IP blocked until (ms of the clock)    (PX 120 s)
+// Keys (prefix REDIS_KEY_PREFIX):
+//   <p>:req:<account>:<windowStartMs>    requests in a one-minute window        (PX 120 s)
+//   <p>:msg:<account>:<windowStartMs>    POST /messages in the window           (PX 120 s)
+//   <p>:calls:<account>:<periodStartMs>  API calls of the quota month           (to period end + 35 d)
+//   <p>:bad:<ip>                         invalid keys: hash {s: first hit, n}    (PX 120 s)
+//   <p>:block:<ip>                       IP blocked until (ms of the clock)      (PX 120 s)
 // Windows and block times come from the injected clock (passed to the scripts), not from
-// Redis's TTLs, so tests can move time; TTLs only clean up.
+// Redis's TTLs, so tests can move time; TTLs only clean up. A script touches an account's
+// keys and one IP's block key together: standalone Redis (or one shard), not Redis Cluster.
 //
-// One Lua script decides each request atomically: check both caps and the quota, then count
-// all three or none. rate-limiter-flexible is not used: its Redis windows start at a key's
+// One Lua script (one round trip) decides each request atomically: the IP block, both caps
+// and the quota, then counts all three or none. rate-limiter-flexible is not used: its Redis windows start at a key's
 // first hit and read the process time, and a send must consume two caps atomically.
 //
 // Failure mode: Redis unreachable → fail open to the per-process memory limiter (each process
@@ -22,9 +23,10 @@ import { INVALID_KEYS_PER_MINUTE, IP_BLOCK_MS, outcome, periodOf, type Verdict, 
 import { MemoryLimiter } from './memory.js';
 import type { AccountLimitsCtx, AdmitOptions, CapOutcome, Limiter } from './types.js';
 
-// KEYS: req, msg, calls. ARGV: requestCap, messageCap, isMessage, quota, windowTtlMs, skipQuota
-// (-1 = no cap). Returns {verdict, requests, messages, apiCalls}; verdict 0 ok, 1 request cap,
-// 2 message cap, 3 quota, 4 the quota counter needs seeding from the database.
+// KEYS: req, msg, calls, block. ARGV: requestCap, messageCap, isMessage, quota, windowTtlMs,
+// skipQuota, now (-1 = no cap). Returns {verdict, requests, messages, apiCalls}; verdict 0 ok,
+// 1 request cap, 2 message cap, 3 quota, 4 the quota counter needs seeding from the database,
+// 5 the IP is blocked.
 const ADMIT_LUA = `
 local reqCap = tonumber(ARGV[1])
 local msgCap = tonumber(ARGV[2])
@@ -32,6 +34,8 @@ local isMsg = ARGV[3] == '1'
 local quota = tonumber(ARGV[4])
 local ttl = tonumber(ARGV[5])
 local skipQuota = ARGV[6] == '1'
+local blockedUntil = redis.call('GET', KEYS[4])
+if blockedUntil and tonumber(blockedUntil) > tonumber(ARGV[7]) then return {5, 0, 0, 0} end
 local req = tonumber(redis.call('GET', KEYS[1]) or '0')
 if reqCap >= 0 and req + 1 > reqCap then return {1, req, 0, 0} end
 local msg = 0
@@ -56,9 +60,12 @@ if calls then calls = redis.call('INCR', KEYS[3]) else calls = 0 end
 return {0, req, msg, calls}
 `;
 
-// KEYS: bad, block. ARGV: now, windowMs, max, blockMs, ttlMs. Returns 1 when this hit blocks.
+// KEYS: bad, block. ARGV: now, windowMs, max, blockMs, ttlMs. Returns 0 counted, 1 this hit
+// blocks the IP, 2 the IP was already blocked (not counted).
 const INVALID_KEY_LUA = `
 local now = tonumber(ARGV[1])
+local blockedUntil = redis.call('GET', KEYS[2])
+if blockedUntil and tonumber(blockedUntil) > now then return 2 end
 local start = tonumber(redis.call('HGET', KEYS[1], 's') or '-1')
 local n
 if start < 0 or now - start >= tonumber(ARGV[2]) or now < start then
@@ -78,7 +85,7 @@ return 0
 
 type AdmitReply = [number, number, number, number];
 interface LimitsCommands {
-  chasquiAdmit(req: string, msg: string, calls: string, ...args: (string | number)[]): Promise<AdmitReply>;
+  chasquiAdmit(req: string, msg: string, calls: string, block: string, ...args: (string | number)[]): Promise<AdmitReply>;
   chasquiInvalidKey(bad: string, block: string, ...args: (string | number)[]): Promise<number>;
 }
 
@@ -86,7 +93,8 @@ const KEY_TTL_MS = 2 * WINDOW_MS;
 const PERIOD_TTL_EXTRA_MS = 35 * 24 * 60 * 60 * 1000;
 /** After a failed command, skip Redis this long before trying again. */
 const BACKOFF_MS = 1_000;
-const VERDICTS: Verdict[] = ['ok', 'requests', 'messages', 'quota'];
+const VERDICTS: Verdict[] = ['ok', 'requests', 'messages', 'quota', 'ok', 'blocked'];
+const MAX_KNOWN_BLOCKS = 10_000;
 
 export interface RedisLimiterOptions {
   url: string;
@@ -108,6 +116,8 @@ export class RedisLimiter implements Limiter {
   private outage = false;
   private skipUntil = 0;
   private closed = false;
+  /** Blocks this process has seen (clock ms): blocked callers are answered without Redis. */
+  private knownBlocks = new Map<string, number>();
 
   constructor(opts: RedisLimiterOptions) {
     this.prefix = opts.prefix;
@@ -122,7 +132,7 @@ export class RedisLimiter implements Limiter {
       // Keep trying forever, at most every 2 s: the limiter recovers by itself.
       retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2_000),
     }) as Redis & LimitsCommands;
-    this.redis.defineCommand('chasquiAdmit', { numberOfKeys: 3, lua: ADMIT_LUA });
+    this.redis.defineCommand('chasquiAdmit', { numberOfKeys: 4, lua: ADMIT_LUA });
     this.redis.defineCommand('chasquiInvalidKey', { numberOfKeys: 2, lua: INVALID_KEY_LUA });
     let settle: () => void = () => {};
     this.firstContact = new Promise<void>((resolve) => {
@@ -167,18 +177,22 @@ export class RedisLimiter implements Limiter {
   }
 
   private key(kind: string, id: string, suffix?: number): string {
-    return suffix === undefined ? `${this.prefix}:${kind}:{${id}}` : `${this.prefix}:${kind}:{${id}}:${suffix}`;
+    return suffix === undefined ? `${this.prefix}:${kind}:${id}` : `${this.prefix}:${kind}:${id}:${suffix}`;
+  }
+
+  private rememberBlock(ip: string, now: number): void {
+    if (this.knownBlocks.size >= MAX_KNOWN_BLOCKS) this.knownBlocks.clear();
+    this.knownBlocks.set(ip, now + IP_BLOCK_MS);
   }
 
   async ipBlocked(ip: string): Promise<boolean> {
-    if (!(await this.usable())) return this.fallback.ipBlocked(ip);
-    try {
-      const until = await this.redis.get(this.key('block', ip));
-      return until !== null && Number(until) > this.clock.now().getTime();
-    } catch (e) {
-      this.failed(e);
-      return this.fallback.ipBlocked(ip);
+    const until = this.knownBlocks.get(ip);
+    if (until !== undefined) {
+      if (until > this.clock.now().getTime()) return true;
+      this.knownBlocks.delete(ip);
     }
+    // Blocks set by other processes are seen by invalidKey() and admit(), in the same round trip.
+    return this.outage ? this.fallback.ipBlocked(ip) : false;
   }
 
   async invalidKey(ip: string): Promise<boolean> {
@@ -194,7 +208,8 @@ export class RedisLimiter implements Limiter {
         IP_BLOCK_MS,
         KEY_TTL_MS,
       );
-      return r === 1;
+      if (r === 1) this.rememberBlock(ip, now);
+      return r !== 0;
     } catch (e) {
       this.failed(e);
       return this.fallback.invalidKey(ip);
@@ -210,10 +225,11 @@ export class RedisLimiter implements Limiter {
       this.key('req', ctx.accountId, win),
       this.key('msg', ctx.accountId, win),
       this.key('calls', ctx.accountId, period.start.getTime()),
+      this.key('block', opts.ip),
     ] as const;
     const { requestsPerMinute: rpm, messagesPerMinute: mpm, apiCallsPerMonth: quota } = ctx.limits;
     const args = (skipQuota: boolean) =>
-      [rpm ?? -1, mpm ?? -1, opts.message ? 1 : 0, quota ?? -1, KEY_TTL_MS, skipQuota ? 1 : 0] as (string | number)[];
+      [rpm ?? -1, mpm ?? -1, opts.message ? 1 : 0, quota ?? -1, KEY_TTL_MS, skipQuota ? 1 : 0, now] as (string | number)[];
     let r: AdmitReply;
     try {
       r = await this.redis.chasquiAdmit(...keys, ...args(false));

@@ -18,6 +18,8 @@ export interface AccountLimitsCtx {
 }
 
 export interface AdmitOptions {
+  /** The caller's IP: a block set meanwhile (e.g. by another process) still answers 429. */
+  ip: string;
   /** POST /messages: counts against the message cap too. */
   message: boolean;
   /**
@@ -28,12 +30,15 @@ export interface AdmitOptions {
 }
 
 export interface Limiter {
-  /** IP block for invalid keys: true while the IP is blocked. */
+  /**
+   * IP block for invalid keys: true while the IP is known to be blocked. A cheap pre-check
+   * (Redis: only blocks this process has seen); `invalidKey` and `admit` check the shared state.
+   */
   ipBlocked(ip: string): Promise<boolean>;
-  /** Counts one 401 for the IP; true when this one blocked it (the 21st within a minute). */
+  /** Counts one 401 for the IP; true when the IP is blocked (already, or by this 21st hit). */
   invalidKey(ip: string): Promise<boolean>;
   /**
-   * Minute caps, then the monthly API quota (decisions.md, order of checks). Consumes the
+   * IP block, minute caps, then the monthly API quota (decisions.md, order of checks). Consumes the
    * request cap, the message cap (for a send) and one API call only when all of them admit it.
    */
   admit(ctx: AccountLimitsCtx, opts: AdmitOptions): Promise<CapOutcome>;

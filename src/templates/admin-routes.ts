@@ -12,10 +12,14 @@ export const templateAdminRoutes: RoutesFn = (app, s) => {
     return reply.code(201).send(templateView(row));
   });
 
-  app.patch('/accounts/:id/templates/:tid', { schema: { tags: ['Operator'], params: TemplateParams, body: TemplatePatch } }, async (req) => {
-    const account = await accountOr404(s, req.params.id);
-    return templateView(await setTemplateStatus(s.db, account.id, req.params.tid, req.body.status, s.clock.now()));
-  });
+  app.patch(
+    '/accounts/:id/templates/:tid',
+    { schema: { tags: ['Operator'], params: TemplateParams, body: TemplatePatch } },
+    async (req) => {
+      const account = await accountOr404(s, req.params.id);
+      return templateView(await setTemplateStatus(s.db, account.id, req.params.tid, req.body.status, s.clock.now()));
+    },
+  );
 
   app.delete('/accounts/:id/templates/:tid', { schema: { tags: ['Operator'], params: TemplateParams } }, async (req, reply) => {
     const account = await accountOr404(s, req.params.id);

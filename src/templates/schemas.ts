@@ -66,7 +66,8 @@ export const TemplateInput = z
   .superRefine((t, ctx) => {
     const seen = new Set<string>();
     t.variables.forEach((v, i) => {
-      if (seen.has(v.name)) ctx.addIssue({ code: 'custom', path: ['variables', i, 'name'], message: textFor('template_variable_duplicate', { name: v.name }) });
+      if (seen.has(v.name))
+        ctx.addIssue({ code: 'custom', path: ['variables', i, 'name'], message: textFor('template_variable_duplicate', { name: v.name }) });
       seen.add(v.name);
     });
     const inBody = placeholders(t.body);

@@ -14,7 +14,10 @@ afterAll(async () => {
 const HOUR = 60 * 60 * 1000;
 const DAY = 24 * HOUR;
 let seq = 0;
-const freshPhone = () => `+54911${String(70000000 + (process.pid % 1000) * 100 + (seq += 1)).slice(-8)}`;
+const freshPhone = () => {
+  seq += 1;
+  return `+54911${String(70000000 + (process.pid % 1000) * 100 + seq).slice(-8)}`;
+};
 
 const events = async (accountId: string, kind?: string) => {
   let q = app.rt.services.db.selectFrom('events').selectAll().where('account_id', '=', accountId);
@@ -297,7 +300,8 @@ describe('GET /pipelines/{id}/cases (decisions.md "Endpoints")', () => {
     expect(unknown.body).toEqual({ error: expect.any(String), cause: null });
     const other = await app.createAccount();
     expect((await other.call('GET', `/pipelines/${p.id}/cases`)).status).toBe(404);
-    expect((await acc.call('GET', '/pipelines/not-a-uuid/cases')).status).toBe(404);
+    // decisions (docs/decisions.md): an id that is not a UUID is a caller bug → 400.
+    expect((await acc.call('GET', '/pipelines/not-a-uuid/cases')).status).toBe(400);
   });
 
   it('GET /cases/{id} of another account → 404 (api.md §1)', async () => {
@@ -451,7 +455,11 @@ describe('operator actions on cases (operator-api.md)', () => {
     await pipeline(acc);
     const { case: c } = await customerWrites(acc, freshPhone());
     const by = { id: 'u-2', name: 'Marcos' };
-    const res = await app.admin('POST', `/accounts/${acc.id}/cases/${c.id}/reason`, { reason: 'Consulta de precio', subreason: 'Mayorista', by });
+    const res = await app.admin('POST', `/accounts/${acc.id}/cases/${c.id}/reason`, {
+      reason: 'Consulta de precio',
+      subreason: 'Mayorista',
+      by,
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       reason: 'Consulta de precio',
@@ -533,7 +541,11 @@ describe('the case-timeouts job (POST /admin/v1/jobs/{name}/run)', () => {
     expect(await runJob('case-timeouts')).toBeGreaterThanOrEqual(1);
     const stale = (await acc.call('GET', `/cases/${c.id}`)).body;
     expect(stale).toMatchObject({ status: 'closed', closeReason: 'stale', closedAt: app.clock.now().toISOString() });
-    expect(stale.stage).toMatchObject({ pipeline: { id: p.id }, stage: { id: p.stages[3].id, kind: 'lost' }, enteredAt: app.clock.now().toISOString() });
+    expect(stale.stage).toMatchObject({
+      pipeline: { id: p.id },
+      stage: { id: p.stages[3].id, kind: 'lost' },
+      enteredAt: app.clock.now().toISOString(),
+    });
     const kinds = (await events(acc.id)).map((e) => e.kind).filter((k) => k.startsWith('case.'));
     expect(kinds).toEqual(['case.opened', 'case.stage_changed', 'case.stage_changed', 'case.closed']);
   });
@@ -567,7 +579,10 @@ describe('the case-timeouts job (POST /admin/v1/jobs/{name}/run)', () => {
     app.clock.advance(1000);
     await runJob('case-timeouts');
     expect((await acc.call('GET', `/cases/${replied.case.id}`)).body).toMatchObject({ status: 'open', stage: { stage: { kind: 'open' } } });
-    expect((await acc.call('GET', `/cases/${won.case.id}`)).body).toMatchObject({ closeReason: 'stage', stage: { stage: { kind: 'won' } } });
+    expect((await acc.call('GET', `/cases/${won.case.id}`)).body).toMatchObject({
+      closeReason: 'stage',
+      stage: { stage: { kind: 'won' } },
+    });
     expect((await acc.call('GET', `/cases/${marked.case.id}`)).body).toMatchObject({ status: 'open', stage: { stage: { kind: 'open' } } });
   });
 

@@ -52,6 +52,9 @@ async function cloudAccount(opts: { wabaId?: string; appSecret?: string } = {}):
   expect(res.status).toBe(201);
   expect(JSON.stringify(res.body)).not.toContain(c.accessToken);
   expect(JSON.stringify(res.body)).not.toContain(c.appSecret);
+  const listed = JSON.stringify((await app.admin('GET', `/accounts/${acc.id}/phone-numbers`)).body);
+  expect(listed).not.toContain(c.accessToken);
+  expect(listed).not.toContain(c.appSecret);
   expect((await app.admin('PATCH', `/accounts/${acc.id}/phone-numbers/${res.body.id}`, { default: true })).status).toBe(200);
   fake.tokens.set(c.phoneNumberId, c.accessToken);
   fake.tokens.set(c.wabaId, c.accessToken);
@@ -247,7 +250,8 @@ describe('POST /channels/whatsapp/webhook: signed with X-Hub-Signature-256 (deci
 
     const first = await postWebhook(payload, n.appSecret);
     expect(first.status).toBe(200);
-    const received = await events(n.acc.id, 'message.received');
+    // Different customers are processed side by side: compare in phone order.
+    const received = (await events(n.acc.id, 'message.received')).sort((x, y) => x.data.contact.phone.localeCompare(y.data.contact.phone));
     expect(received.map((e) => [e.data.contact.phone, e.data.type, e.data.text])).toEqual([
       [a, 'text', '¿Hacen envíos?'],
       [b, 'image', 'Este modelo'],
@@ -270,7 +274,7 @@ describe('POST /channels/whatsapp/webhook: signed with X-Hub-Signature-256 (deci
     expect(await events(n.acc.id, 'message.received')).toHaveLength(3);
   });
 
-  it('message types of api.md §6: captions and descriptions as text, button text, reactions without message.received', async () => {
+  it('message types of api.md §6: captions and descriptions as text, button text; reactions and system notices without message.received', async () => {
     const n = await cloudAccount();
     const from = customer();
     const m = (type: string, body: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
@@ -313,6 +317,7 @@ describe('POST /channels/whatsapp/webhook: signed with X-Hub-Signature-256 (deci
             m('interactive', { type: 'button_reply', button_reply: { id: 'si', title: 'Sí, confirmo' } }),
             m('button', { payload: 'VER_MAS', text: 'Ver más' }, { context: { from: n.phone, id: 'wamid.ctx' } }),
             m('reaction', { message_id: first, emoji: '👍' }),
+            m('system', { body: 'Dani changed their phone number', wa_id: '5491100000000', type: 'user_changed_number' }),
           ],
         }),
       ]),

@@ -10,7 +10,8 @@ afterAll(async () => {
   await app?.close();
 });
 
-const problems = (body: { error: { message: string } }) => JSON.parse(body.error.message) as { path: (string | number)[]; message: string }[];
+const problems = (body: { error: { message: string } }) =>
+  JSON.parse(body.error.message) as { path: (string | number)[]; message: string }[];
 
 const apiEvents = (accountId: string) =>
   app.rt.services.db
@@ -94,7 +95,14 @@ describe('POST /contacts (api.md §4)', () => {
   });
 
   it('400 on a missing or invalid phone (api.md §7), with path ["phone"]', async () => {
-    for (const body of [{}, { phone: '12345' }, { phone: '1'.repeat(33) }, { phone: 'llamame-ya-123' }, { phone: '+54 9 11 5555' }, { phone: 5491155550000 }]) {
+    for (const body of [
+      {},
+      { phone: '12345' },
+      { phone: '1'.repeat(33) },
+      { phone: 'llamame-ya-123' },
+      { phone: '+54 9 11 5555' },
+      { phone: 5491155550000 },
+    ]) {
       const res = await acc.call('POST', '/contacts', body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.cause).toBeNull();
@@ -127,7 +135,9 @@ describe('POST /contacts (api.md §4)', () => {
       expect(res.status, JSON.stringify(attributes).slice(0, 80)).toBe(400);
       expect(problems(res.body).map((p) => p.path)).toContainEqual(path);
     }
-    expect((await acc.call('POST', '/contacts', { phone, attributes: { ['k'.repeat(64)]: 'x'.repeat(1000), Campo_2: '' } })).status).toBe(201);
+    expect((await acc.call('POST', '/contacts', { phone, attributes: { ['k'.repeat(64)]: 'x'.repeat(1000), Campo_2: '' } })).status).toBe(
+      201,
+    );
   });
 
   it('"When the contact is new, webhook contact.created is emitted with source api" (only when new; data {source, contact})', async () => {
@@ -145,7 +155,15 @@ describe('POST /contacts (api.md §4)', () => {
     expect((await own.call('POST', '/contacts', { phone: '+54 9 11 5555-0902' })).status).toBe(201);
     const over = await own.call('POST', '/contacts', { phone: '+54 9 11 5555-0903' });
     expect(over.status).toBe(402);
-    expect(over.body.cause).toEqual({ type: 'upgrade', reason: 'limit', resource: 'contacts', plan: 'escala', limit: 2, used: 2, suggested: 'enterprise' });
+    expect(over.body.cause).toEqual({
+      type: 'upgrade',
+      reason: 'limit',
+      resource: 'contacts',
+      plan: 'escala',
+      limit: 2,
+      used: 2,
+      suggested: 'enterprise',
+    });
     expect(typeof over.body.error).toBe('string');
     // Updating an existing contact at the limit is fine.
     const update = await own.call('POST', '/contacts', { phone: '54 9 11 5555 0901', attributes: { a: 'b' } });

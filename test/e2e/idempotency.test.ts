@@ -70,7 +70,9 @@ describe('Idempotency-Key on POST /contacts (decisions.md "Endpoints")', () => {
     expect(other.status).toBe(422);
     expect(other.body).toEqual({ error: expect.stringMatching(/Idempotency-Key/), cause: null });
     expect(other.headers.get('idempotent-replayed')).toBeNull();
-    expect((await acc.call('GET', '/contacts?limit=200')).body.data.find((c: { phone: string }) => c.phone === other.body.phone)).toBeUndefined();
+    expect(
+      (await acc.call('GET', '/contacts?limit=200')).body.data.find((c: { phone: string }) => c.phone === other.body.phone),
+    ).toBeUndefined();
   });
 
   it('the same key on another route is a different request → 422', async () => {
@@ -116,39 +118,51 @@ describe('Idempotency-Key on POST /contacts (decisions.md "Endpoints")', () => {
     expect((await acc.call('POST', '/contacts', body, withKey(key))).headers.get('idempotent-replayed')).toBe('true');
   });
 
-  it.runIf(!!process.env.DATABASE_URL)('→ 409 while the first request really is still running (PostgreSQL: the first one waits on a lock)', async () => {
-    const own = await app.createAccount({ limits: { contacts: 1000 } });
-    const key = newKey();
-    const body = { phone: newPhone() };
-    let release!: () => void;
-    const held = new Promise<void>((r) => {
-      release = r;
-    });
-    let locked!: () => void;
-    const isLocked = new Promise<void>((r) => {
-      locked = r;
-    });
-    // Hold the account row: the contact-limit check of the first request waits for it.
-    const tx = app.rt.services.db.transaction().execute(async (trx) => {
-      await trx.selectFrom('accounts').select('id').where('id', '=', own.id).forNoKeyUpdate().execute();
-      locked();
-      await held;
-    });
-    await isLocked;
-    const first = own.call('POST', '/contacts', body, withKey(key));
-    try {
-      let second = await own.call('POST', '/contacts', body, withKey(key));
-      for (let i = 0; i < 50 && second.status !== 409; i++) second = await own.call('POST', '/contacts', body, withKey(key));
-      expect(second.status).toBe(409);
-    } finally {
-      release();
-      await tx;
-    }
-    expect((await first).status).toBe(201);
-    const third = await own.call('POST', '/contacts', body, withKey(key));
-    expect(third.status).toBe(201);
-    expect(third.headers.get('idempotent-replayed')).toBe('true');
-  });
+  it.runIf(!!process.env.DATABASE_URL)(
+    '→ 409 while the first request really is still running (PostgreSQL: the first one waits on a lock)',
+    async () => {
+      const own = await app.createAccount({ limits: { contacts: 1000 } });
+      const key = newKey();
+      const body = { phone: newPhone() };
+      let release!: () => void;
+      const held = new Promise<void>((r) => {
+        release = r;
+      });
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => {
+        locked = r;
+      });
+      // Hold the account row: the contact-limit check of the first request waits for it.
+      const tx = app.rt.services.db.transaction().execute(async (trx) => {
+        await trx.selectFrom('accounts').select('id').where('id', '=', own.id).forNoKeyUpdate().execute();
+        locked();
+        await held;
+      });
+      await isLocked;
+      const first = own.call('POST', '/contacts', body, withKey(key));
+      try {
+        // The first request has claimed the key (and now waits on the lock) before the second goes.
+        const claimed = () =>
+          app.rt.services.db
+            .selectFrom('idempotency_keys')
+            .select('state')
+            .where('account_id', '=', own.id)
+            .where('key', '=', key)
+            .executeTakeFirst();
+        for (let i = 0; i < 200 && !(await claimed()); i++) await new Promise((r) => setTimeout(r, 10));
+        expect((await claimed())?.state).toBe('running');
+        const second = await own.call('POST', '/contacts', body, withKey(key));
+        expect(second.status).toBe(409);
+      } finally {
+        release();
+        await tx;
+      }
+      expect((await first).status).toBe(201);
+      const third = await own.call('POST', '/contacts', body, withKey(key));
+      expect(third.status).toBe(201);
+      expect(third.headers.get('idempotent-replayed')).toBe('true');
+    },
+  );
 
   it('"a request rejected before it acted (validation, limits) stores nothing": the key works afterwards', async () => {
     const key = newKey();
@@ -183,6 +197,19 @@ describe('Idempotency-Key on POST /contacts (decisions.md "Endpoints")', () => {
     expect(later.headers.get('idempotent-replayed')).toBeNull();
     const replay = await acc.call('POST', '/contacts', { phone, name: 'Eva Luna' }, withKey(key));
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
+  });
+
+  it('keys past their 24 hours are purged by the idempotency-keys job (POST /admin/v1/jobs/{name}/run)', async () => {
+    const own = await app.createAccount();
+    const key = newKey();
+    await own.call('POST', '/contacts', { phone: newPhone() }, withKey(key));
+    const rows = () => app.rt.services.db.selectFrom('idempotency_keys').select('key').where('account_id', '=', own.id).execute();
+    expect(await rows()).toHaveLength(1);
+    app.clock.advance(IDEMPOTENCY_TTL_MS + 1);
+    const run = await app.admin('POST', '/jobs/idempotency-keys/run');
+    expect(run.status).toBe(200);
+    expect(run.body.changed).toBeGreaterThanOrEqual(1);
+    expect(await rows()).toEqual([]);
   });
 
   it('the header is "1–255 characters": an empty or longer one → 400', async () => {
@@ -230,7 +257,10 @@ describe('Idempotency-Key on POST /contacts (decisions.md "Endpoints")', () => {
       for (let round = 0; round < 5; round++) {
         const k = newKey();
         const bd = { phone: newPhone() };
-        const rs = await Promise.all([own.call('POST', '/contacts', bd, withKey(k)), second.api(own.key, 'POST', '/contacts', bd, withKey(k))]);
+        const rs = await Promise.all([
+          own.call('POST', '/contacts', bd, withKey(k)),
+          second.api(own.key, 'POST', '/contacts', bd, withKey(k)),
+        ]);
         expect(rs.filter((r) => r.status === 201 && r.headers.get('idempotent-replayed') === null)).toHaveLength(1);
       }
       expect(await createdEvents(own.id)).toBe(6);

@@ -422,7 +422,7 @@ describe('shared state (issue "Limits" §5)', () => {
     try {
       a.clock.set(MINUTE);
       const acc = await a.createAccount({ limits: { requestsPerMinute: 50 } });
-      const reqKey = `${prefix}:req:{${acc.id}}:${MINUTE}`;
+      const reqKey = `${prefix}:req:${acc.id}:${MINUTE}`;
       expect((await acc.call('GET', '/me')).status).toBe(200);
       expect(await direct.get(reqKey)).toBe('1');
 

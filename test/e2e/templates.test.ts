@@ -11,7 +11,8 @@ afterAll(async () => {
   await app?.close();
 });
 
-const problems = (body: { error: { message: string } }) => JSON.parse(body.error.message) as { path: (string | number)[]; message: string }[];
+const problems = (body: { error: { message: string } }) =>
+  JSON.parse(body.error.message) as { path: (string | number)[]; message: string }[];
 
 const confirmation = {
   name: 'confirmacion_pedido',
@@ -65,7 +66,7 @@ describe('operator templates (operator-api.md "Channel numbers and templates")',
     expect(problems(missing.body).map((p) => p.path)).toEqual(expect.arrayContaining([['name'], ['body']]));
   });
 
-  it('the body\'s {{placeholders}} and the variables must be the same names (400 otherwise)', async () => {
+  it("the body's {{placeholders}} and the variables must be the same names (400 otherwise)", async () => {
     const acc = await app.createAccount();
     const undeclared = await createTemplate(acc, { ...confirmation, variables: [confirmation.variables[0]] });
     expect(undeclared.status).toBe(400);
@@ -111,7 +112,7 @@ describe('operator templates (operator-api.md "Channel numbers and templates")',
     expect((await other.call('GET', `/templates/${t.body.id}`)).body.status).toBe('PENDING');
   });
 
-  it('PATCH …/templates/{tid} {status} moves the status (the channel\'s approval)', async () => {
+  it("PATCH …/templates/{tid} {status} moves the status (the channel's approval)", async () => {
     const acc = await app.createAccount();
     const t = await createTemplate(acc, confirmation);
     const res = await app.admin('PATCH', `/accounts/${acc.id}/templates/${t.body.id}`, { status: 'APPROVED' });
@@ -168,7 +169,7 @@ describe('GET /templates and GET /templates/{id} (api.md §4, decisions.md "Reso
     expect(problems(bad.body)[0]?.path).toEqual(['status']);
   });
 
-  it('GET /templates/{id}: the Template; another account\'s id → 404', async () => {
+  it("GET /templates/{id}: the Template; another account's id → 404", async () => {
     const one = await acc.call('GET', `/templates/${ids.envio}`);
     expect(one.status).toBe(200);
     expect(one.body).toMatchObject({ id: ids.envio, name: 'envio', category: 'UTILITY' });
@@ -194,7 +195,10 @@ describe('GET /templates and GET /templates/{id} (api.md §4, decisions.md "Reso
     const own = await app.createAccount();
     const t = await createTemplate(own, { ...confirmation, status: 'APPROVED' });
     await app.admin('DELETE', `/accounts/${own.id}/templates/${t.body.id}`);
-    const res = await own.call('POST', '/messages', { to: '+54 9 11 5560-0001', template: { id: t.body.id, variables: { nombre: 'Ana' } } });
+    const res = await own.call('POST', '/messages', {
+      to: '+54 9 11 5560-0001',
+      template: { id: t.body.id, variables: { nombre: 'Ana' } },
+    });
     expect(res.status).toBe(404);
     expect(res.body.error).toMatch(/plantilla/);
   });

@@ -503,3 +503,28 @@ async function newContactOn(a: TestApp, acc: TestAccount) {
   const res = await a.api(acc.key, 'POST', '/contacts', { phone: `+54 9 11 6${String(phoneSeq).padStart(7, '0')}` });
   expect(res.status).toBe(201);
 }
+
+describe.skipIf(!process.env.DATABASE_URL)('several processes (decisions.md: "At-least-once"; issue 4: "several processes never send one attempt twice")', () => {
+  it('two processes on one PostgreSQL deliver each event exactly once', async () => {
+    const a = await startTestApp();
+    const b = await startTestApp({ sameDataAs: a });
+    try {
+      const acc = await a.createAccount();
+      const r = await receiver({ status: 200, delayMs: 5 });
+      const wh = await a.admin('POST', `/accounts/${acc.id}/webhooks`, { url: r.url });
+      expect(wh.status).toBe(201);
+      const N = 120;
+      for (let i = 0; i < N; i += 12)
+        await Promise.all(Array.from({ length: 12 }, (_, k) => newContactOn((i + k) % 2 ? a : b, acc)));
+      await r.waitFor(N, 15_000);
+      await new Promise((x) => setTimeout(x, 300));
+      expect(r.received).toHaveLength(N);
+      expect(new Set(r.received.map((x) => x.headers['webhook-id'])).size).toBe(N);
+      const attempts = await a.rt.services.db.selectFrom('webhook_attempts').select(a.rt.services.db.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      expect(Number(attempts.n)).toBe(N);
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
+});

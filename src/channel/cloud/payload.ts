@@ -314,6 +314,11 @@ export function parseWebhook(payload: unknown, now: Date): ParseResult {
         }
         for (const m of arr(value.messages)) {
           const msg = obj(m);
+          // A system notice (the customer changed number) is not the customer writing: no message, no case.
+          if (msg?.type === 'system') {
+            skipped.push('system message');
+            continue;
+          }
           const parsed = msg ? parseMessage(pnid, msg, profiles, now) : null;
           if (parsed) items.push(parsed);
           else skipped.push('malformed message');

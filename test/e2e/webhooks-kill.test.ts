@@ -1,0 +1,115 @@
+// Issue 4: "kill the process with deliveries pending (spawned child, SIGKILL), restart, and every
+// event arrives". A real server process is killed mid-delivery; the next process (its clock moved
+// past the lease) delivers every event, with the same webhook-id.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { ManualClock } from '../../src/lib/clock.js';
+import { type Runtime, startRuntime } from '../../src/runtime.js';
+import { type Receiver, startReceiver } from '../fakes/receiver.js';
+import { ADMIN_TOKEN, request, startTestApp } from '../harness.js';
+
+const cleanup: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const f of cleanup.reverse()) await f().catch(() => {});
+});
+
+function spawnServer(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+    cwd: join(import.meta.dirname, '../..'),
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  cleanup.push(async () => child.kill('SIGKILL'));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${out} ${err}`)), 30_000);
+    child.stderr?.on('data', (c: Buffer) => {
+      err += c.toString();
+    });
+    child.stdout?.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /listening on (\S+)/.exec(out);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1].replace('localhost', '127.0.0.1') });
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`server exited ${code}: ${err}`)));
+  });
+}
+
+async function scenario(dbEnv: Record<string, string>) {
+  const env: Record<string, string> = {
+    ...dbEnv,
+    ADMIN_TOKEN,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    SEED_DEMO: 'off',
+    SANDBOX_AUTO_STATUS: 'off',
+    LOG_LEVEL: 'silent',
+    ALLOW_PRIVATE_WEBHOOKS: 'on',
+    WEBHOOK_RETRY_SCHEDULE: '1,1,1',
+    WEBHOOK_TIMEOUT_MS: '60000',
+    REDIS_KEY_PREFIX: `chasqui-kill-${process.pid}`,
+  };
+  const r: Receiver = await startReceiver({ hang: true });
+  cleanup.push(() => r.close());
+  const first = await spawnServer(env);
+  const admin = (base: string, method: string, path: string, body?: unknown) =>
+    request(`${base}/admin/v1${path}`, method, body, { authorization: `Bearer ${ADMIN_TOKEN}` });
+  const acc = (await admin(first.url, 'POST', '/accounts', { name: 'Kill', plan: 'escala' })).body;
+  const key = (await admin(first.url, 'POST', `/accounts/${acc.id}/keys`, { name: 'k' })).body.key;
+  const wh = await admin(first.url, 'POST', `/accounts/${acc.id}/webhooks`, { url: r.url });
+  expect(wh.status).toBe(201);
+  const N = 5;
+  for (let i = 0; i < N; i++) {
+    const c = await request(`${first.url}/api/v1/contacts`, 'POST', { phone: `+54 9 11 7000-00${10 + i}` }, { authorization: `Bearer ${key}` });
+    expect(c.status).toBe(201);
+  }
+  // Every delivery is in flight (the receiver never answers): kill the process now.
+  await r.waitFor(N, 10_000);
+  const firstIds = new Set(r.received.map((x) => x.headers['webhook-id']));
+  expect(firstIds.size).toBe(N);
+  const exited = new Promise((res) => first.child.once('exit', res));
+  first.child.kill('SIGKILL');
+  await exited;
+
+  r.fallback = { status: 200 };
+  const clock = new ManualClock();
+  const next: Runtime = await startRuntime(loadConfig(env), { clock, usageFlushMs: 0 });
+  cleanup.push(() => next.close());
+  // The dead process's leases still hold: nothing is sent twice while they last.
+  next.dispatcher.wake();
+  await new Promise((x) => setTimeout(x, 300));
+  expect(r.received).toHaveLength(N);
+  clock.advance(60_000 + 30_000 + 1_000); // past the lease (timeout + 30 s)
+  next.dispatcher.wake();
+  await r.waitFor(2 * N, 10_000);
+  expect(new Set(r.received.slice(N).map((x) => x.headers['webhook-id']))).toEqual(firstIds);
+  const rows = await next.services.db.selectFrom('webhook_deliveries').select(['status', 'attempts']).execute();
+  for (let i = 0; i < 50 && rows.some((x) => x.status !== 'succeeded'); i++) {
+    await new Promise((x) => setTimeout(x, 20));
+    rows.splice(0, rows.length, ...(await next.services.db.selectFrom('webhook_deliveries').select(['status', 'attempts']).execute()));
+  }
+  expect(rows).toHaveLength(N);
+  expect(rows.every((x) => x.status === 'succeeded' && x.attempts === 1)).toBe(true);
+  await next.close();
+}
+
+describe('a process killed mid-delivery (SIGKILL) loses no event', () => {
+  it.skipIf(!process.env.DATABASE_URL)('on PostgreSQL: the next process delivers every event after the lease expires', async () => {
+    const holder = await startTestApp({ workers: false }); // a fresh, migrated database
+    cleanup.push(() => holder.close());
+    await scenario({ DATABASE_URL: holder.databaseUrl, DATA_DIR: mkdtempSync(join(tmpdir(), 'chasqui-kill-')) });
+  }, 60_000);
+
+  it.skipIf(!!process.env.DATABASE_URL)('on embedded PGlite: restarted on the same data directory, every event arrives', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'chasqui-kill-'));
+    await scenario({ DATA_DIR: dir, DATABASE_URL: '' });
+  }, 60_000);
+});
