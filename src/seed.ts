@@ -1,86 +1,105 @@
-// The demo account of an empty embedded database (issue 2: "Start like a product").
+// The demo account of an empty database (issue 2: "Start like a product"). `npm start` on a new
+// DATA_DIR creates it and prints its key and ready curl lines (src/cli/main.ts). It goes through
+// the same service functions as the operator API, so a demo row is never shaped differently.
+import { sql } from 'kysely';
+import { createAccount } from './accounts/service.js';
+import { createPipeline } from './cases/pipelines.js';
 import type { Db } from './db/index.js';
 import { createKey } from './keys/service.js';
 import { newId } from './lib/ids.js';
+import { createTemplate, type NewTemplate } from './templates/service.js';
+
+/** Advisory lock of the seed: two processes starting on one empty database seed once. */
+const SEED_LOCK = 4_242_002;
+
+export const DEMO_ACCOUNT_NAME = 'Demo';
+/** The sandbox number of the demo account (the sender). */
+export const DEMO_PHONE = '5491100000000';
+/** A recipient for the printed curl: any number works in the sandbox except the test endings 0001–0003. */
+export const DEMO_RECIPIENT = '+54 9 11 5555-0000';
+
+export const DEMO_TEMPLATES: NewTemplate[] = [
+  {
+    name: 'confirmacion_pedido',
+    category: 'UTILITY',
+    language: 'es_AR',
+    body: 'Hola {{nombre}}, tu pedido {{pedido}} está confirmado. ¡Gracias por tu compra!',
+    variables: [
+      { name: 'nombre', label: 'Nombre', example: 'Ana' },
+      { name: 'pedido', label: 'Número de pedido', example: '1234' },
+    ],
+    status: 'APPROVED',
+  },
+  {
+    name: 'promo_mensual',
+    category: 'MARKETING',
+    language: 'es_AR',
+    body: 'Hola {{nombre}}, este mes tenés {{descuento}} de descuento. Respondé BAJA para no recibir más.',
+    variables: [
+      { name: 'nombre', label: 'Nombre', example: 'Ana' },
+      { name: 'descuento', label: 'Descuento', example: '20 %' },
+    ],
+    status: 'APPROVED',
+  },
+];
 
 export interface DemoSeed {
   accountId: string;
+  /** The API key, shown only at creation (stored as a hash). */
   key: string;
   phoneNumberId: string;
   pipelineId: string;
-  templateIds: string[];
+  templates: { id: string; name: string; variables: Record<string, string> }[];
 }
 
+/** Creates the demo account when the database has no account at all; null otherwise. */
 export async function seedDemoIfEmpty(db: Db, now: Date): Promise<DemoSeed | null> {
-  const any = await db.selectFrom('accounts').select('id').limit(1).executeTakeFirst();
-  if (any) return null;
-  const accountId = newId();
-  const phoneNumberId = newId();
-  const pipelineId = newId();
-  const templateIds = [newId(), newId()];
-  await db.transaction().execute(async (trx) => {
-    await trx.insertInto('accounts').values({ id: accountId, name: 'Demo', plan: 'escala', created_at: now, updated_at: now }).execute();
+  const seeded = await db.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock(${SEED_LOCK})`.execute(trx);
+    const any = await trx.selectFrom('accounts').select('id').limit(1).executeTakeFirst();
+    if (any) return null;
+    const account = await createAccount(trx, { name: DEMO_ACCOUNT_NAME, plan: 'escala' }, now);
+    const phoneNumberId = newId();
     await trx
       .insertInto('phone_numbers')
       .values({
         id: phoneNumberId,
-        account_id: accountId,
-        phone: '5491100000000',
+        account_id: account.id,
+        phone: DEMO_PHONE,
         name: 'Demo (sandbox)',
         provider: 'sandbox',
+        status: 'connected',
         is_default: true,
         created_at: now,
       })
       .execute();
-    await trx
-      .insertInto('templates')
-      .values([
-        {
-          id: templateIds[0],
-          account_id: accountId,
-          name: 'confirmacion_pedido',
-          category: 'UTILITY',
-          language: 'es_AR',
-          body: 'Hola {{nombre}}, tu pedido {{pedido}} está confirmado. ¡Gracias por tu compra!',
-          variables: JSON.stringify([
-            { name: 'nombre', label: 'Nombre', example: 'Ana' },
-            { name: 'pedido', label: 'Número de pedido', example: '1234' },
-          ]),
-          status: 'APPROVED',
-          created_at: now,
-          updated_at: now,
-        },
-        {
-          id: templateIds[1],
-          account_id: accountId,
-          name: 'promo_mensual',
-          category: 'MARKETING',
-          language: 'es_AR',
-          body: 'Hola {{nombre}}, este mes tenés {{descuento}} de descuento. Respondé BAJA para no recibir más.',
-          variables: JSON.stringify([
-            { name: 'nombre', label: 'Nombre', example: 'Ana' },
-            { name: 'descuento', label: 'Descuento', example: '20 %' },
-          ]),
-          status: 'APPROVED',
-          created_at: now,
-          updated_at: now,
-        },
-      ])
-      .execute();
-    await trx
-      .insertInto('pipelines')
-      .values({ id: pipelineId, account_id: accountId, name: 'Ventas', is_default: true, created_at: now })
-      .execute();
-    await trx
-      .insertInto('stages')
-      .values([
-        { id: newId(), pipeline_id: pipelineId, name: 'Consulta', kind: 'open', position: 0 },
-        { id: newId(), pipeline_id: pipelineId, name: 'Ganado', kind: 'won', position: 1 },
-        { id: newId(), pipeline_id: pipelineId, name: 'Perdido', kind: 'lost', position: 2 },
-      ])
-      .execute();
+    const templates = [];
+    for (const t of DEMO_TEMPLATES) {
+      const row = await createTemplate(trx, account.id, t, now);
+      templates.push({ id: row.id, name: row.name, variables: Object.fromEntries(t.variables.map((v) => [v.name, v.example ?? ''])) });
+    }
+    const pipeline = await createPipeline(
+      trx,
+      account.id,
+      {
+        name: 'Ventas',
+        stages: [
+          { name: 'Consulta', kind: 'open' },
+          { name: 'Ganado', kind: 'won' },
+          { name: 'Perdido', kind: 'lost' },
+        ],
+      },
+      now,
+    );
+    return { account, phoneNumberId, pipelineId: pipeline.id, templates };
   });
-  const account = await db.selectFrom('accounts').selectAll().where('id', '=', accountId).executeTakeFirstOrThrow();
-  const { key } = await createKey(db, account, 'demo', now);
-  return { accountId, key, phoneNumberId, pipelineId, templateIds };
+  if (!seeded) return null;
+  // createKey runs its own transaction (the plan's key maximum is checked there).
+  const { key } = await createKey(db, seeded.account, 'demo', now);
+  return { accountId: seeded.account.id, key, phoneNumberId: seeded.phoneNumberId, pipelineId: seeded.pipelineId, templates: seeded.templates };
+}
+
+/** The oldest account (the demo one on an install that was seeded), for the restart hint. */
+export async function firstAccount(db: Db): Promise<{ id: string; name: string } | null> {
+  return (await db.selectFrom('accounts').select(['id', 'name']).orderBy('created_at').orderBy('id').limit(1).executeTakeFirst()) ?? null;
 }

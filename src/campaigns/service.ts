@@ -213,6 +213,9 @@ interface Recipient {
   campaign_id: string;
   contact_id: string;
   phone: string;
+  /** The contact now (null: deleted since the audience was fixed). */
+  opted_out: boolean | null;
+  marketing_opt_out: boolean | null;
 }
 
 async function startDue(s: Services): Promise<number> {
@@ -292,7 +295,9 @@ async function claim(s: Services, limit: number): Promise<Recipient[]> {
     )
     UPDATE campaign_recipients r SET status = 'sending', updated_at = ${now}::timestamptz
     FROM next WHERE r.campaign_id = next.campaign_id AND r.contact_id = next.contact_id
-    RETURNING r.campaign_id, r.contact_id, r.phone`.execute(s.db);
+    RETURNING r.campaign_id, r.contact_id, r.phone,
+      (SELECT k.opted_out FROM contacts k WHERE k.id = r.contact_id) AS opted_out,
+      (SELECT k.marketing_opt_out FROM contacts k WHERE k.id = r.contact_id) AS marketing_opt_out`.execute(s.db);
   return rows;
 }
 
@@ -303,11 +308,10 @@ type SendResult =
   | { kind: 'fatal'; error: ApiError };
 
 async function sendOne(s: Services, account: AccountRow, c: CampaignRow, marketing: boolean, r: Recipient): Promise<SendResult> {
-  // The contact may have opted out since the audience was fixed.
-  const k = await s.db.selectFrom('contacts').select(['opted_out', 'marketing_opt_out']).where('id', '=', r.contact_id).executeTakeFirst();
-  if (!k) return { kind: 'skipped', error: 'contact_deleted' };
-  if (k.opted_out) return { kind: 'skipped', error: 'opted_out' };
-  if (marketing && k.marketing_opt_out) return { kind: 'skipped', error: 'marketing_opt_out' };
+  // The contact may have opted out since the audience was fixed (read when it was claimed).
+  if (r.opted_out === null) return { kind: 'skipped', error: 'contact_deleted' };
+  if (r.opted_out) return { kind: 'skipped', error: 'opted_out' };
+  if (marketing && r.marketing_opt_out) return { kind: 'skipped', error: 'marketing_opt_out' };
   try {
     const m = await sendMessage(s, account, {
       to: r.phone,

@@ -1,67 +1,146 @@
 #!/usr/bin/env node
-// `chasqui` — serve (default), migrate, and operator commands that call a running server's
-// operator API (operator-api.md, "CLI").
+// `chasqui` — serve (default), migrate, and the operator commands that call a running server's
+// operator API (operator-api.md, "CLI"). The server modules load only for serve and migrate, so
+// an operator command starts fast.
 import { Command } from 'commander';
-import { loadConfig } from '../config.js';
-import { openDatabase } from '../db/index.js';
-import { migrate } from '../db/migrate.js';
-import { startRuntime } from '../runtime.js';
+import type { Config } from '../config.js';
+import type { Runtime } from '../runtime.js';
+import type { DemoSeed } from '../seed.js';
 import { operatorCommands } from './operator.js';
 
-async function serve(): Promise<void> {
-  const config = loadConfig();
-  const rt = await startRuntime(config);
-  const address = await rt.listen();
-  const base = address.replace('[::1]', 'localhost');
+const DEFAULT_URL = 'http://127.0.0.1:3000';
+/** After SIGTERM, in-flight requests and workers get this long before the process exits anyway. */
+const FORCE_EXIT_MS = 20_000;
+
+/** Where a person on this machine reaches the server (a wildcard bind address is not one). */
+function reachable(address: string): string {
+  return address.replace('://0.0.0.0', '://127.0.0.1').replace('://[::]', '://localhost').replace('://[::1]', '://localhost');
+}
+
+const sq = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
+
+/** The start banner: where it listens, the operator token, the demo key with curl lines, or how to get a key. */
+export function banner(
+  base: string,
+  config: Config,
+  adminToken: string,
+  demo: DemoSeed | null,
+  existing: { id: string; name: string } | null,
+): string {
   const db =
     config.database.kind === 'postgres'
       ? 'PostgreSQL'
       : config.database.kind === 'memory'
-        ? 'in-memory PGlite'
+        ? 'in-memory PGlite (nothing is kept)'
         : `PGlite in ${config.database.dataDir}`;
-  const lines = [`Chasqui listening on ${base} (${db})`, `Docs: ${base}/docs — OpenAPI: ${base}/api/v1/openapi.json`];
-  if (!config.ADMIN_TOKEN) lines.push(`Operator token (kept in ${config.DATA_DIR}/admin-token): ${rt.services.adminToken}`);
-  if (rt.demo) {
+  const lines = [`Chasqui listening on ${base} (${db})`, `API reference: ${base}/docs — OpenAPI 3.1: ${base}/api/v1/openapi.json`];
+  if (!config.ADMIN_TOKEN) lines.push(`Operator token (kept in ${config.DATA_DIR}/admin-token): ${adminToken}`);
+  const auth = (key: string) => `-H "Authorization: Bearer ${key}"`;
+  if (demo) {
+    const t = demo.templates[0];
+    const body = JSON.stringify({ to: '+54 9 11 5555-0000', template: { id: t?.id, variables: t?.variables ?? {} } });
     lines.push(
       '',
-      `Demo account created (plan escala). Its API key, shown only now: ${rt.demo.key}`,
+      `Demo account created (plan escala, a sandbox number, ${demo.templates.length} approved templates, pipeline "Ventas").`,
+      `Its API key, shown only now (it is stored as a hash): ${demo.key}`,
       'Try it:',
-      `  curl -s ${base}/api/v1/me -H "Authorization: Bearer ${rt.demo.key}"`,
-      `  curl -s ${base}/api/v1/messages -H "Authorization: Bearer ${rt.demo.key}" -H 'Content-Type: application/json' \\`,
-      `    -d '{"to": "+54 9 11 5555-0000", "template": {"id": "${rt.demo.templateIds[0]}", "variables": {"nombre": "Ana", "pedido": "1234"}}}'`,
+      `  curl -s ${base}/api/v1/me ${auth(demo.key)}`,
+      `  curl -s ${base}/api/v1/messages ${auth(demo.key)} -H 'Content-Type: application/json' -d ${sq(body)}`,
     );
-  } else if (config.seedDemo) {
-    // Keys are stored only as hashes: the demo key printed at first start cannot be shown again.
-    lines.push('', 'Need a key? npx chasqui accounts list, then npx chasqui keys create <accountId> <name>');
+  } else if (existing) {
+    // Keys are stored only as hashes: the key printed at the first start cannot be shown again.
+    const env = [
+      ...(config.ADMIN_TOKEN || config.DATA_DIR === './data' ? [] : [`DATA_DIR=${config.DATA_DIR}`]),
+      ...(process.env.CHASQUI_URL && process.env.CHASQUI_URL !== base ? [`CHASQUI_URL=${base}`] : []),
+    ];
+    const url = base === DEFAULT_URL ? '' : ` --url ${base}`;
+    const token = config.ADMIN_TOKEN ? '$ADMIN_TOKEN' : adminToken;
+    lines.push(
+      '',
+      `Need an API key? Keys are shown only when created. Make a new one for "${existing.name}" (${existing.id}):`,
+      `  ${[...env, 'npx chasqui'].join(' ')} keys create ${existing.id} mi-integracion${url}`,
+      `  curl -s -X POST ${base}/admin/v1/accounts/${existing.id}/keys -H "Authorization: Bearer ${token}" -H 'Content-Type: application/json' -d '{"name": "mi-integracion"}'`,
+      `Other accounts: npx chasqui accounts list${url}`,
+    );
+  } else {
+    lines.push('', `No accounts yet. Create one: npx chasqui accounts create "Mi empresa" --plan escala (then keys create and numbers add).`);
   }
+  return `${lines.join('\n')}\n`;
+}
+
+async function serve(): Promise<void> {
+  const { loadConfig } = await import('../config.js');
+  const { startRuntime } = await import('../runtime.js');
+  const { firstAccount } = await import('../seed.js');
+  const config = loadConfig();
+  const rt: Runtime = await startRuntime(config);
+  let address: string;
+  try {
+    address = await rt.listen();
+  } catch (err) {
+    await rt.close();
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new Error(`${config.HOST}:${config.PORT} is already in use. Stop the other process or pick another port: PORT=3001 npm start`);
+    }
+    throw err;
+  }
+  const base = reachable(address);
+  const existing = rt.demo ? null : await firstAccount(rt.services.db);
   // The key and token go to stdout for the person starting the service, never to the log.
-  process.stdout.write(`${lines.join('\n')}\n`);
+  process.stdout.write(banner(base, config, rt.services.adminToken, rt.demo, existing));
 
   let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
+  const stop = (signal: string) => {
+    if (stopping) {
+      // A second signal: the person does not want to wait.
+      rt.services.log.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
     stopping = true;
-    rt.services.log.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 20_000);
+    rt.services.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    const force = setTimeout(() => {
+      rt.services.log.error('shutdown took too long: exiting');
+      process.exit(1);
+    }, FORCE_EXIT_MS);
     force.unref();
-    await rt.close();
-    process.exit(0);
+    // Stop accepting, finish in-flight requests, stop workers, flush counters, close the database.
+    rt.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        rt.services.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
   };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
 }
 
 async function runMigrations(): Promise<void> {
+  const { loadConfig } = await import('../config.js');
+  const { openDatabase } = await import('../db/index.js');
+  const { migrate } = await import('../db/migrate.js');
   const config = loadConfig();
   const database = await openDatabase(config.database);
-  const applied = await migrate(database.db);
-  await database.close();
-  process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Database is up to date.\n');
+  try {
+    const applied = await migrate(database.db);
+    process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Database is up to date.\n');
+  } finally {
+    await database.close();
+  }
 }
 
-const program = new Command('chasqui').description('Chasqui: Messaging, Contacts and Cases API');
-program.command('serve', { isDefault: true }).description('serve the API (default)').action(serve);
-program.command('migrate').description('apply pending database migrations and exit').action(runMigrations);
+const program = new Command('chasqui')
+  .description('Chasqui: Messaging, Contacts and Cases API. Without a command it serves the API.')
+  .showHelpAfterError();
+program
+  .command('serve', { isDefault: true })
+  .description('serve the API (configuration from the environment: docs/operating.md)')
+  .action(serve);
+program
+  .command('migrate')
+  .description('apply pending database migrations (DATABASE_URL, or PGlite in DATA_DIR) and exit')
+  .action(runMigrations);
 operatorCommands(program);
 
 program.parseAsync(process.argv).catch((err: Error) => {

@@ -21,6 +21,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
 import { INVALID_KEYS_PER_MINUTE, IP_BLOCK_MS, outcome, periodOf, type Verdict, WINDOW_MS, windowStart } from './caps.js';
 import { MemoryLimiter } from './memory.js';
+import type { Period } from './period.js';
 import type { AccountLimitsCtx, AdmitOptions, CapOutcome, Limiter } from './types.js';
 
 // KEYS: req, msg, calls, block. ARGV: requestCap, messageCap, isMessage, quota, windowTtlMs,
@@ -83,10 +84,21 @@ end
 return 0
 `;
 
+// KEYS: calls. ARGV: recorded. Raises the quota counter to what the database recorded (calls
+// counted while Redis was down, or 402s of a plan without API); never lowers it.
+const RAISE_LUA = `
+local cur = redis.call('GET', KEYS[1])
+if not cur then return 0 end
+local diff = tonumber(ARGV[1]) - tonumber(cur)
+if diff > 0 then redis.call('INCRBY', KEYS[1], diff) end
+return diff
+`;
+
 type AdmitReply = [number, number, number, number];
 interface LimitsCommands {
   chasquiAdmit(req: string, msg: string, calls: string, block: string, ...args: (string | number)[]): Promise<AdmitReply>;
   chasquiInvalidKey(bad: string, block: string, ...args: (string | number)[]): Promise<number>;
+  chasquiRaise(calls: string, recorded: number): Promise<number>;
 }
 
 const KEY_TTL_MS = 2 * WINDOW_MS;
@@ -95,6 +107,8 @@ const PERIOD_TTL_EXTRA_MS = 35 * 24 * 60 * 60 * 1000;
 const BACKOFF_MS = 1_000;
 const VERDICTS: Verdict[] = ['ok', 'requests', 'messages', 'quota', 'ok', 'blocked'];
 const MAX_KNOWN_BLOCKS = 10_000;
+/** How often (real time) each process reconciles an account's quota counter with the database. */
+const RECONCILE_MS = 60_000;
 
 export interface RedisLimiterOptions {
   url: string;
@@ -118,6 +132,8 @@ export class RedisLimiter implements Limiter {
   private closed = false;
   /** Blocks this process has seen (clock ms): blocked callers are answered without Redis. */
   private knownBlocks = new Map<string, number>();
+  /** Last reconciliation with the database per quota counter key (real time). */
+  private reconciled = new Map<string, number>();
 
   constructor(opts: RedisLimiterOptions) {
     this.prefix = opts.prefix;
@@ -134,6 +150,7 @@ export class RedisLimiter implements Limiter {
     }) as Redis & LimitsCommands;
     this.redis.defineCommand('chasquiAdmit', { numberOfKeys: 4, lua: ADMIT_LUA });
     this.redis.defineCommand('chasquiInvalidKey', { numberOfKeys: 2, lua: INVALID_KEY_LUA });
+    this.redis.defineCommand('chasquiRaise', { numberOfKeys: 1, lua: RAISE_LUA });
     let settle: () => void = () => {};
     this.firstContact = new Promise<void>((resolve) => {
       settle = resolve;
@@ -249,7 +266,26 @@ export class RedisLimiter implements Limiter {
       return this.fallback.admit(ctx, opts);
     }
     const verdict = VERDICTS[r[0]] ?? 'ok';
+    this.reconcileSoon(keys[2], period, opts);
     return outcome(ctx, now, verdict, r[1], r[3]);
+  }
+
+  /** At most once a minute per counter, off the request path: raise it to the database's count. */
+  private reconcileSoon(callsKey: string, period: Period, opts: AdmitOptions): void {
+    const last = this.reconciled.get(callsKey);
+    const t = Date.now();
+    if (last === undefined) {
+      // Just seeded or first seen here: start the clock without reading.
+      if (this.reconciled.size >= 100_000) this.reconciled.clear();
+      this.reconciled.set(callsKey, t);
+      return;
+    }
+    if (t - last < RECONCILE_MS) return;
+    this.reconciled.set(callsKey, t);
+    void opts
+      .recordedApiCalls(period)
+      .then((n) => this.redis.chasquiRaise(callsKey, n))
+      .catch(() => {});
   }
 
   async close(): Promise<void> {

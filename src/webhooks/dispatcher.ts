@@ -10,9 +10,18 @@ export const POLL_MS = 500;
 /** Attempts in flight in this process, and per URL (one slow receiver cannot starve the rest). */
 export const MAX_IN_FLIGHT = 256;
 export const PER_ENDPOINT = 32;
-const CLAIM_BATCH = 128;
+/** Claimed deliveries held here (in flight or waiting for a slot of their URL). */
+const MAX_HELD = 512;
+const HELD_PER_ENDPOINT = 2 * PER_ENDPOINT;
+const CLAIM_BATCH = 256;
 /** Longest a server-requested `Retry-After` may push an attempt. */
 const MAX_RETRY_AFTER_S = 86_400;
+
+/**
+ * How long a claim holds a delivery: a held delivery waits at most about one attempt for a slot,
+ * then its own attempt, then the recording. A crashed process's deliveries wait this long.
+ */
+export const leaseMsFor = (timeoutMs: number): number => 2 * timeoutMs + 30_000;
 
 export class WebhookDispatcher implements Dispatcher {
   private readonly agent: Agent;
@@ -23,18 +32,20 @@ export class WebhookDispatcher implements Dispatcher {
   private timer: NodeJS.Timeout | null = null;
   private pumping: Promise<void> | null = null;
   private again = false;
-  /** More was due than we could take: look again when a slot frees. */
+  /** More was due than we could hold: look again when a slot frees. */
   private backlog = false;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly perWebhook = new Map<string, number>();
+  /** Claimed, waiting for a free slot of their URL (or of the process). */
+  private readonly waiting = new Map<string, { c: Claimed; lease: Date }[]>();
+  private waitingCount = 0;
   private pending: { r: AttemptResult; done: () => void }[] = [];
   private flushing: Promise<void> | null = null;
   private readonly shutdown = new AbortController();
 
   constructor(private readonly s: Services) {
     this.timeoutMs = s.config.WEBHOOK_TIMEOUT_MS;
-    // The lease outlives the slowest attempt plus recording it.
-    this.leaseMs = this.timeoutMs + 30_000;
+    this.leaseMs = leaseMsFor(this.timeoutMs);
     this.agent = createAgent({ allowPrivate: s.config.allowPrivateWebhooks, connectionsPerOrigin: PER_ENDPOINT, timeoutMs: this.timeoutMs });
   }
 
@@ -57,6 +68,7 @@ export class WebhookDispatcher implements Dispatcher {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.pumping;
+    await this.releaseWaiting();
     const all = Promise.allSettled([...this.inFlight]);
     let t: NodeJS.Timeout | undefined;
     const late = await Promise.race([all.then(() => false), new Promise<boolean>((r) => (t = setTimeout(() => r(true), graceMs)))]);
@@ -73,11 +85,13 @@ export class WebhookDispatcher implements Dispatcher {
   async runOnce(): Promise<number> {
     let n = 0;
     for (;;) {
-      const k = await this.claimAndStart();
+      const k = await this.claim();
       n += k;
-      if (k === 0 || this.inFlight.size >= MAX_IN_FLIGHT) break;
+      if (k === 0) break;
+      // Let what this pass holds finish before claiming more.
+      while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     }
-    await Promise.allSettled([...this.inFlight]);
+    await this.flush();
     return n;
   }
 
@@ -90,7 +104,7 @@ export class WebhookDispatcher implements Dispatcher {
     this.pumping = (async () => {
       do {
         this.again = false;
-        while (!this.stopping && (await this.claimAndStart()) > 0 && this.backlog);
+        while (!this.stopping && (await this.claim()) > 0 && this.backlog);
       } while (this.again && !this.stopping);
     })()
       .catch((err) => this.s.log.warn({ err: { message: (err as Error).message } }, 'webhook dispatcher: claim failed'))
@@ -99,40 +113,81 @@ export class WebhookDispatcher implements Dispatcher {
       });
   }
 
-  /** Claims what fits and starts sending it; returns how many attempts started. */
-  private async claimAndStart(): Promise<number> {
-    const room = Math.min(CLAIM_BATCH, MAX_IN_FLIGHT - this.inFlight.size);
+  private held(webhookId: string): number {
+    return (this.perWebhook.get(webhookId) ?? 0) + (this.waiting.get(webhookId)?.length ?? 0);
+  }
+
+  /** Claims what this process can hold and starts what has a free slot; returns how many it took. */
+  private async claim(): Promise<number> {
+    const room = Math.min(CLAIM_BATCH, MAX_HELD - this.inFlight.size - this.waitingCount);
     if (room <= 0) {
       this.backlog = true;
       return 0;
     }
-    const saturated = [...this.perWebhook].filter(([, k]) => k >= PER_ENDPOINT).map(([w]) => w);
+    const full = [...new Set([...this.perWebhook.keys(), ...this.waiting.keys()])].filter((w) => this.held(w) >= HELD_PER_ENDPOINT);
     const now = this.s.clock.now();
     const lease = new Date(now.getTime() + this.leaseMs);
-    const rows = await claimDue(this.s.db, now, lease, room, saturated);
+    const rows = await claimDue(this.s.db, now, lease, room, full);
     this.backlog = rows.length === room;
     const surplus: { id: string; lease: Date }[] = [];
-    let started = 0;
+    let taken = 0;
     for (const c of rows) {
-      const busy = this.perWebhook.get(c.webhook_id) ?? 0;
-      if (busy >= PER_ENDPOINT || this.stopping) {
+      if (this.stopping || this.held(c.webhook_id) >= HELD_PER_ENDPOINT) {
         surplus.push({ id: c.id, lease });
         this.backlog = true;
         continue;
       }
-      this.perWebhook.set(c.webhook_id, busy + 1);
-      const p: Promise<void> = this.attempt(c, lease).finally(() => {
-        this.inFlight.delete(p);
-        const left = (this.perWebhook.get(c.webhook_id) ?? 1) - 1;
-        if (left <= 0) this.perWebhook.delete(c.webhook_id);
-        else this.perWebhook.set(c.webhook_id, left);
-        if (this.backlog) this.pump();
-      });
-      this.inFlight.add(p);
-      started += 1;
+      const q = this.waiting.get(c.webhook_id);
+      if (q) q.push({ c, lease });
+      else this.waiting.set(c.webhook_id, [{ c, lease }]);
+      this.waitingCount += 1;
+      taken += 1;
     }
     await releaseLeases(this.s.db, surplus);
-    return started;
+    this.startWaiting();
+    return taken;
+  }
+
+  /** Starts waiting deliveries while their URL and the process have free slots. */
+  private startWaiting(): void {
+    const stale: { id: string; lease: Date }[] = [];
+    // An attempt must end well inside its lease, or another process may take it meanwhile.
+    const latest = this.s.clock.now().getTime() + this.timeoutMs + 5_000;
+    for (const [w, q] of this.waiting) {
+      while (q.length > 0 && this.inFlight.size < MAX_IN_FLIGHT && (this.perWebhook.get(w) ?? 0) < PER_ENDPOINT) {
+        const next = q.shift() as { c: Claimed; lease: Date };
+        this.waitingCount -= 1;
+        if (next.lease.getTime() < latest) stale.push({ id: next.c.id, lease: next.lease });
+        else this.begin(next.c, next.lease);
+      }
+      if (q.length === 0) this.waiting.delete(w);
+      if (this.inFlight.size >= MAX_IN_FLIGHT) break;
+    }
+    if (stale.length > 0) void releaseLeases(this.s.db, stale).catch(() => {});
+  }
+
+  private begin(c: Claimed, lease: Date): void {
+    this.perWebhook.set(c.webhook_id, (this.perWebhook.get(c.webhook_id) ?? 0) + 1);
+    const p: Promise<void> = this.attempt(c, lease).finally(() => {
+      this.inFlight.delete(p);
+      const left = (this.perWebhook.get(c.webhook_id) ?? 1) - 1;
+      if (left <= 0) this.perWebhook.delete(c.webhook_id);
+      else this.perWebhook.set(c.webhook_id, left);
+      if (!this.stopping) this.startWaiting();
+      if (this.backlog) this.pump();
+    });
+    this.inFlight.add(p);
+  }
+
+  /** Gives back what was claimed but not started (shutdown). */
+  private async releaseWaiting(): Promise<void> {
+    const all = [...this.waiting.values()].flat();
+    this.waiting.clear();
+    this.waitingCount = 0;
+    await releaseLeases(
+      this.s.db,
+      all.map((x) => ({ id: x.c.id, lease: x.lease })),
+    ).catch(() => {});
   }
 
   private async attempt(c: Claimed, lease: Date): Promise<void> {

@@ -16,8 +16,8 @@ let seq = 0;
 /** A fresh phone; `last4` picks a sandbox test number (0001 fails later, 0002 rejected, 0003 marketing blocked). */
 const phone = (last4?: string) => {
   seq += 1;
-  const pid = String(process.pid % 100).padStart(2, '0');
-  return `54911${pid}${String(seq % 100).padStart(2, '0')}${last4 ?? String(5000 + (seq % 5000))}`;
+  // 54 9 11 4XYY NNNN: a valid Buenos Aires mobile (local numbers do not start with 0 or 1).
+  return `549114${process.pid % 10}${String(seq % 100).padStart(2, '0')}${last4 ?? String(5000 + (seq % 5000))}`;
 };
 
 const events = async (accountId: string, kind: string) =>
@@ -288,5 +288,51 @@ describe('GET /campaigns and /campaigns/{id} (api.md §4; decisions.md "Endpoint
     expect((await other.call('GET', `/campaigns/${ids[5]}`)).status).toBe(404);
     expect((await other.call('GET', '/campaigns')).body.data).toEqual([]);
     expect((await acc.call('GET', '/campaigns/nope')).status).toBe(400);
+  });
+});
+
+describe('between the start and the send (workers off: only the run endpoint sends)', () => {
+  let quiet: TestApp;
+  beforeAll(async () => {
+    quiet = await startTestApp({ workers: false });
+  });
+  afterAll(async () => {
+    await quiet?.close();
+  });
+
+  it('a contact that opts out after the audience was fixed is skipped and leaves recipients', async () => {
+    const acc = await quiet.createAccount();
+    const t = (
+      await quiet.admin('POST', `/accounts/${acc.id}/templates`, { name: 'aviso', category: 'UTILITY', body: 'Hola', status: 'APPROVED' })
+    ).body;
+    const leaving = phone();
+    for (const p of [phone(), leaving])
+      expect((await acc.call('POST', '/contacts', { phone: p, attributes: { g: '1' } })).status).toBe(201);
+    const c = await quiet.admin('POST', `/accounts/${acc.id}/campaigns`, {
+      name: 'X',
+      templateId: t.id,
+      audience: { attributes: { g: '1' } },
+    });
+    expect(c.body).toMatchObject({ status: 'sending', recipients: 2 });
+    expect((await quiet.inbound({ accountId: acc.id, from: leaving, text: 'stop' })).status).toBe(201);
+    const run = await quiet.admin('POST', '/jobs/campaigns/run');
+    expect(run.body.changed).toBeGreaterThanOrEqual(2);
+    const done = (await acc.call('GET', `/campaigns/${c.body.id}`)).body;
+    expect(done).toMatchObject({ status: 'completed', recipients: 1, sent: 1, failed: 0 });
+  });
+
+  it('the operator cancels a sending campaign: nothing more is sent; cancelling again → 409', async () => {
+    const acc = await quiet.createAccount();
+    const t = (
+      await quiet.admin('POST', `/accounts/${acc.id}/templates`, { name: 'aviso', category: 'UTILITY', body: 'Hola', status: 'APPROVED' })
+    ).body;
+    expect((await acc.call('POST', '/contacts', { phone: phone() })).status).toBe(201);
+    const c = await quiet.admin('POST', `/accounts/${acc.id}/campaigns`, { name: 'X', templateId: t.id });
+    const cancelled = await quiet.admin('POST', `/accounts/${acc.id}/campaigns/${c.body.id}/cancel`);
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toMatchObject({ status: 'cancelled', sent: 0 });
+    await quiet.admin('POST', '/jobs/campaigns/run');
+    expect((await acc.call('GET', `/campaigns/${c.body.id}`)).body).toMatchObject({ status: 'cancelled', sent: 0 });
+    expect((await quiet.admin('POST', `/accounts/${acc.id}/campaigns/${c.body.id}/cancel`)).status).toBe(409);
   });
 });

@@ -295,4 +295,36 @@ describe('Idempotency-Key on POST /messages ("This is how we make POST /messages
     // Without the key, a retry sends again (api.md §4: "Not idempotent").
     expect((await acc.call('POST', '/messages', body)).body.id).not.toBe(first.body.id);
   });
+  it('a send the provider refused (502) acted: it is stored and replayed, not sent again', async () => {
+    const acc = await app.createAccount();
+    const t = await app.admin('POST', `/accounts/${acc.id}/templates`, {
+      name: 'aviso',
+      category: 'UTILITY',
+      body: 'Hola',
+      status: 'APPROVED',
+    });
+    const key = newKey();
+    // Sandbox test number ending in 0002: rejected at send (operator-api.md).
+    const body = { to: '+54 9 11 6200-0002', template: { id: t.body.id } };
+    const first = await acc.call('POST', '/messages', body, withKey(key));
+    expect(first.status).toBe(502);
+    const again = await acc.call('POST', '/messages', body, withKey(key));
+    expect(again.status).toBe(502);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(first.body);
+    expect(await app.rt.services.db.selectFrom('messages').select('id').where('account_id', '=', acc.id).execute()).toHaveLength(1);
+  });
+
+  it('a send refused before acting (409 window closed) stores nothing: once the contact writes, the same key sends', async () => {
+    const acc = await app.createAccount();
+    const key = newKey();
+    const body = { to: '+54 9 11 6200-0103', text: '¿Seguís interesado?' };
+    const closed = await acc.call('POST', '/messages', body, withKey(key));
+    expect(closed.status).toBe(409);
+    expect((await acc.call('POST', '/messages', body, withKey(key))).headers.get('idempotent-replayed')).toBeNull();
+    expect((await app.inbound({ accountId: acc.id, from: '+54 9 11 6200-0103', text: 'hola' })).status).toBe(201);
+    const sent = await acc.call('POST', '/messages', body, withKey(key));
+    expect(sent.status).toBe(201);
+    expect(sent.headers.get('idempotent-replayed')).toBeNull();
+  });
 });
