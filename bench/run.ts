@@ -4,8 +4,7 @@
 // Speed is measured here, never asserted in timed tests.
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage } from 'node:http';
-import { Agent, request as httpRequest } from 'node:http';
+import { Agent, createServer, request as httpRequest, type IncomingMessage } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config.js';
@@ -14,7 +13,21 @@ import { openDatabase } from '../src/db/index.js';
 import { migrate } from '../src/db/migrate.js';
 import { newId } from '../src/lib/ids.js';
 import { emitEvent } from '../src/webhooks/outbox.js';
-import { admin, benchAccount, call, freePort, freshDatabase, type LoadResult, load, must, quantile, type Server, sleep, startServer, UNLIMITED } from './lib.js';
+import {
+  admin,
+  benchAccount,
+  call,
+  freePort,
+  freshDatabase,
+  type LoadResult,
+  load,
+  must,
+  quantile,
+  type Server,
+  sleep,
+  startServer,
+  UNLIMITED,
+} from './lib.js';
 
 interface Figure {
   figure: string;
@@ -59,7 +72,6 @@ async function meFigures(server: Server) {
     requestsPerMinute: 1_000_000_000,
     apiCallsPerMonth: 1_000_000_000_000,
   });
-  const unlimited = await benchAccount(server.url, UNLIMITED, 'bench-off');
   const me = await call(server.url, 'GET', '/api/v1/me', undefined, { authorization: `Bearer ${limited.key}` });
   const bodyFile = join(tmpdir(), `chasqui-me-${process.pid}.json`);
   writeFileSync(bodyFile, JSON.stringify(me.body));
@@ -68,7 +80,12 @@ async function meFigures(server: Server) {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise((r) => floor.stdout?.once('data', r));
+  // "Limits off": the same server code with LIMITS=off (no caps, quota or IP block at all), on a
+  // database of the same kind, measured right after the "on" run.
+  const { env: offEnv, db: offDb } = await serverEnv('benchoff');
+  const offServer = await startServer({ ...offEnv, LIMITS: 'off' });
   try {
+    const offAccount = await benchAccount(offServer.url, UNLIMITED, 'bench-off');
     const bare = await load({ url: `http://127.0.0.1:${port}/api/v1/me`, duration: DURATION, connections: CONNECTIONS });
     const on = await load({
       url: `${server.url}/api/v1/me`,
@@ -77,12 +94,13 @@ async function meFigures(server: Server) {
       connections: CONNECTIONS,
     });
     const off = await load({
-      url: `${server.url}/api/v1/me`,
-      headers: { authorization: `Bearer ${unlimited.key}` },
+      url: `${offServer.url}/api/v1/me`,
+      headers: { authorization: `Bearer ${offAccount.key}` },
       duration: DURATION,
       connections: CONNECTIONS,
     });
     checkClean('GET /me', on);
+    checkClean('GET /me (limits off)', off);
     const ratio = on.rps / bare.rps;
     record({
       figure: 'GET /api/v1/me req/s (auth + caps + quota)',
@@ -95,9 +113,8 @@ async function meFigures(server: Server) {
       pass: ratio >= 0.6,
       note: `p99 ${on.p99} ms`,
     });
-    const overhead = off.rps / on.rps;
     record({
-      figure: 'GET /me with caps counted vs unlimited account',
+      figure: 'GET /me with limits on vs LIMITS=off',
       value: on.rps,
       unit: 'req/s',
       floor: 'limits off',
@@ -105,10 +122,12 @@ async function meFigures(server: Server) {
       ratio: on.rps / off.rps,
       goal: '≥ 0.90',
       pass: on.rps / off.rps >= 0.9,
-      note: `overhead ${((overhead - 1) * 100).toFixed(1)} %${process.env.REDIS_URL ? ', Redis counters' : ', memory counters'}`,
+      note: `overhead ${((off.rps / on.rps - 1) * 100).toFixed(1)} %${process.env.REDIS_URL ? ', Redis counters' : ', memory counters'}`,
     });
   } finally {
     floor.kill();
+    await offServer.stop();
+    await offDb?.drop();
   }
 }
 
@@ -129,7 +148,9 @@ async function contactFigures(server: Server) {
     duration: DURATION,
     connections: CONNECTIONS,
     headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json' },
-    requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ phone: nextPhone(1), name: 'Ana', attributes: { plan: 'oro' } }) }) }],
+    requests: [
+      { setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ phone: nextPhone(1), name: 'Ana', attributes: { plan: 'oro' } }) }) },
+    ],
   });
   checkClean('POST /contacts', http);
 
@@ -142,7 +163,14 @@ async function contactFigures(server: Server) {
   const now = new Date();
   await database.db
     .insertInto('accounts')
-    .values({ id: accountId, name: 'floor', plan: 'enterprise', limits: JSON.stringify(UNLIMITED), created_at: now, updated_at: now } as any)
+    .values({
+      id: accountId,
+      name: 'floor',
+      plan: 'enterprise',
+      limits: JSON.stringify(UNLIMITED),
+      created_at: now,
+      updated_at: now,
+    } as any)
     .execute();
   const account = await database.db.selectFrom('accounts').selectAll().where('id', '=', accountId).executeTakeFirstOrThrow();
   let done = 0;
@@ -151,8 +179,18 @@ async function contactFigures(server: Server) {
     Array.from({ length: CONNECTIONS }, async () => {
       while (Date.now() < end) {
         await database.db.transaction().execute(async (trx) => {
-          const r = await upsertContact(trx, account as any, { phone: nextPhone(2).replace(/\D/g, ''), name: 'Ana', attributes: { plan: 'oro' } }, new Date());
-          if (r.created) await emitEvent(trx, { accountId, kind: 'contact.created', data: { source: 'api', contact: contactView(r.contact) } }, new Date());
+          const r = await upsertContact(
+            trx,
+            account as any,
+            { phone: nextPhone(2).replace(/\D/g, ''), name: 'Ana', attributes: { plan: 'oro' } },
+            new Date(),
+          );
+          if (r.created)
+            await emitEvent(
+              trx,
+              { accountId, kind: 'contact.created', data: { source: 'api', contact: contactView(r.contact) } },
+              new Date(),
+            );
         });
         done++;
       }
@@ -198,7 +236,10 @@ async function messageFigure(server: Server, contactsRps: number) {
     headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json' },
     requests: [
       {
-        setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ to: nextPhone(3), template: { id: t.id, variables: { nombre: 'Ana' } } }) }),
+        setupRequest: (req: any) => ({
+          ...req,
+          body: JSON.stringify({ to: nextPhone(3), template: { id: t.id, variables: { nombre: 'Ana' } } }),
+        }),
       },
     ],
   });
@@ -380,7 +421,11 @@ async function webhookFigures() {
   for (let i = 0; i < N; i += 500) {
     await database.db.transaction().execute(async (trx) => {
       for (let j = 0; j < 500; j++) {
-        await emitEvent(trx, { accountId: acc.id, kind: 'contact.created', data: { source: 'api', contact: { id: newId(), n: i + j } } }, new Date());
+        await emitEvent(
+          trx,
+          { accountId: acc.id, kind: 'contact.created', data: { source: 'api', contact: { id: newId(), n: i + j } } },
+          new Date(),
+        );
       }
     });
   }
@@ -439,7 +484,9 @@ async function webhookFigures() {
 }
 
 async function main() {
-  console.log(`Chasqui bench on ${dbName}${process.env.REDIS_URL ? ' + Redis' : ''} — ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), Node ${process.version}`);
+  console.log(
+    `Chasqui bench on ${dbName}${process.env.REDIS_URL ? ' + Redis' : ''} — ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), Node ${process.version}`,
+  );
   const only = process.env.BENCH_ONLY?.split(',');
   const want = (name: string) => !only || only.includes(name);
   const { env, db } = await serverEnv('bench');

@@ -55,7 +55,10 @@ function plausible(schema: Schema | undefined, depth = 0): fc.Arbitrary<unknown>
     case 'string':
       if (schema.format === 'uuid') return fc.uuid();
       if (schema.format === 'date-time') return fc.date({ noInvalidDate: true }).map((d) => d.toISOString());
-      return fc.oneof(fc.constantFrom('5491155554444', '+54 9 11 5555-0001', 'Ana', 'baja', 'https://example.com/hook'), fc.string({ maxLength: 30 }));
+      return fc.oneof(
+        fc.constantFrom('5491155554444', '+54 9 11 5555-0001', 'Ana', 'baja', 'https://example.com/hook'),
+        fc.string({ maxLength: 30 }),
+      );
     case 'integer':
     case 'number':
       return fc.integer({ min: -5, max: 500 });
@@ -81,19 +84,22 @@ function bodyArb(schema: Schema | null): fc.Arbitrary<{ raw: string; contentType
   const base = plausible(schema ?? { type: 'object' });
   const keys = Object.keys(schema?.properties ?? {});
   const mutated = keys.length
-    ? fc
-        .tuple(base, fc.constantFrom(...keys), weird, fc.constantFrom('weird', 'drop'))
-        .map(([b, k, w, how]) => {
-          const o = { ...((b as Record<string, unknown>) ?? {}) };
-          if (how === 'drop') delete o[k];
-          else o[k] = w;
-          return json(o);
-        })
+    ? fc.tuple(base, fc.constantFrom(...keys), weird, fc.constantFrom('weird', 'drop')).map(([b, k, w, how]) => {
+        const o = { ...((b as Record<string, unknown>) ?? {}) };
+        if (how === 'drop') delete o[k];
+        else o[k] = w;
+        return json(o);
+      })
     : base.map(json);
   return fc.oneof(
     { weight: 5, arbitrary: mutated },
     { weight: 2, arbitrary: base.map(json) },
-    { weight: 1, arbitrary: fc.tuple(base, fc.dictionary(fc.string({ maxLength: 12 }), weird, { maxKeys: 3 })).map(([b, x]) => json({ ...(b as object), ...x })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(base, fc.dictionary(fc.string({ maxLength: 12 }), weird, { maxKeys: 3 }))
+        .map(([b, x]) => json({ ...(b as object), ...x })),
+    },
     { weight: 1, arbitrary: weird.map(json) },
     {
       weight: 1,
@@ -139,9 +145,11 @@ export interface FuzzResult {
 }
 
 export async function fuzzOpenApi(url: string, key: string, totalRequests: number, seed = 20261123): Promise<FuzzResult> {
+  // Both documents: the customer API and the operator API (behind the operator token).
   const doc = await (await fetch(`${url}/api/v1/openapi.json`)).json();
+  const adminDoc = await (await fetch(`${url}/admin/v1/openapi.json`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json();
   // Operations that would destroy the fuzzing account's own access are left out.
-  const ops = operations(doc).filter((o) => !(o.method === 'DELETE' && o.path.includes('/keys/')));
+  const ops = [...operations(doc), ...operations(adminDoc)].filter((o) => !(o.method === 'DELETE' && o.path.includes('/keys/')));
   const perOp = Math.ceil(totalRequests / Math.max(1, ops.length));
   const byStatus: Record<number, number> = {};
   const samples: string[] = [];
@@ -150,7 +158,11 @@ export async function fuzzOpenApi(url: string, key: string, totalRequests: numbe
   for (const op of ops) {
     const arb = fc.record({
       path: fc.tuple(...op.path.split('/').map((seg) => (seg.startsWith('{') ? pathValue : fc.constant(seg)))).map((s) => s.join('/')),
-      query: fc.tuple(...op.params.filter((p) => p.in === 'query').map((p) => fc.tuple(fc.constant(p.name), fc.option(fc.oneof(plausible(p.schema), weird))))),
+      query: fc.tuple(
+        ...op.params
+          .filter((p) => p.in === 'query')
+          .map((p) => fc.tuple(fc.constant(p.name), fc.option(fc.oneof(plausible(p.schema), weird)))),
+      ),
       body: bodyArb(op.body),
     });
     const cases = fc.sample(arb, { numRuns: perOp, seed: seed + total });

@@ -171,7 +171,13 @@ async function postgresDown() {
     const s503 = w.statuses.get(503) ?? 0;
     const spanish = typeof during.body?.error === 'string' && /Probá|Revisá|base de datos/i.test(during.body.error);
     verdict(
-      server.proc.exitCode === null && s500 === 0 && during.status === 503 && spanish && ready.status === 503 && recoveredMs > 0 && lost === 0,
+      server.proc.exitCode === null &&
+        s500 === 0 &&
+        during.status === 503 &&
+        spanish &&
+        ready.status === 503 &&
+        recoveredMs > 0 &&
+        lost === 0,
       `PostgreSQL down 4 s under load: ${s503} answers 503 ("${String(during.body?.error ?? '').slice(0, 60)}…"), ${s500} answers 500, readyz ${ready.status} while down, recovered ${(recoveredMs / 1000).toFixed(1)} s after the cut, ${w.acked.length} writes acknowledged, ${lost} lost`,
     );
   } finally {

@@ -17,6 +17,7 @@ import { errorHandler } from './http/error-handler.js';
 import { ApiError, ValidationError } from './http/errors.js';
 import { installPublicGuards } from './http/guards.js';
 import { installIdempotency } from './http/idempotency.js';
+import { operatorDocument, publicDocument } from './http/openapi.js';
 import type { ZodApp } from './http/schemas.js';
 import { installSpanishZodMessages } from './http/zod-es.js';
 import { messageRoutes } from './messages/routes.js';
@@ -40,9 +41,12 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   }).withTypeProvider<ZodTypeProvider>();
 
   // Validation keeps zod's issue paths as arrays (api.md §7: `path` is which field).
-  app.setValidatorCompiler<ZodType>(({ schema }) => (data) => {
+  // A path id that is not a UUID names nothing in the account: 404, as an unknown id does
+  // (api.md §7 "Resource not in the account"), not a 400 the caller cannot act on differently.
+  app.setValidatorCompiler<ZodType>(({ schema, httpPart }) => (data) => {
     const r = schema.safeParse(data);
     if (r.success) return { value: r.data };
+    if (httpPart === 'params') return { error: new ApiError('not_found') };
     return {
       error: new ValidationError(
         r.error.issues.map((i) => ({ path: i.path.map((p) => (typeof p === 'number' ? p : String(p))), message: i.message })),
@@ -54,6 +58,11 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('X-Request-Id', req.id);
+    // `Content-Type: application/json` with an empty body (many clients send it on body-less
+    // POSTs) is no body: routes with an optional body act, routes that need one answer the usual
+    // validation 400 naming the missing fields (admin/optional-body.ts did this per route).
+    const h = req.raw.headers;
+    if (h['content-length'] === '0' && h['transfer-encoding'] === undefined) delete h['content-type'];
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(async () => {
@@ -75,9 +84,14 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     },
     transform: jsonSchemaTransform,
   });
-  await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
+  // /docs and /api/v1/openapi.json show the customer API; the operator API has its own document
+  // behind the operator token (src/http/openapi.ts explains the split).
+  await app.register(fastifySwaggerUi, {
+    routePrefix: '/docs',
+    transformSpecification: (spec) => publicDocument(spec as Record<string, unknown>),
+  });
 
-  app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => publicDocument(structuredClone(app.swagger())));
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
     try {
@@ -102,6 +116,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     async (admin) => {
       adminAuth(admin, services);
       adminRoutes(admin as unknown as ZodApp, services);
+      admin.get('/openapi.json', { schema: { hide: true } }, async () => operatorDocument(structuredClone(app.swagger())));
     },
     { prefix: '/admin/v1' },
   );

@@ -3,6 +3,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
@@ -73,7 +74,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     dbKind: database.kind,
     clock,
     log,
-    limiter: createLimiter(config, clock),
+    limiter: createLimiter(config, clock, log),
     usage: new DbUsageMeter(database.db, clock, opts.usageFlushMs),
     auth: new KeyAuthenticator(database.db),
     channels,
@@ -87,6 +88,12 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
 
   const demo = config.seedDemo ? await seedDemoIfEmpty(database.db, clock.now()) : null;
   const app = await buildApp(services);
+  // Responses in flight, so a shutdown can tell their keep-alive connections to close after them.
+  const inFlight = new Set<ServerResponse>();
+  app.server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
+    inFlight.add(res);
+    res.on('close', () => inFlight.delete(res));
+  });
   const scheduler = new JobScheduler(services);
   if (opts.workers !== false) {
     dispatcher.start();
@@ -109,8 +116,18 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     async close() {
       if (closed) return;
       closed = true;
+      // Keep-alive connections of requests in flight would otherwise stay open after their answer
+      // (up to the keep-alive timeout) and hold the shutdown: answer them with Connection: close,
+      // and close every connection that turns idle.
+      for (const res of inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
+      const sweep = setInterval(() => app.server.closeIdleConnections(), 100);
+      sweep.unref();
       // Stop accepting and finish in-flight requests first, then the workers, then the database.
-      await app.close();
+      try {
+        await app.close();
+      } finally {
+        clearInterval(sweep);
+      }
       await scheduler.stop();
       await dispatcher.stop();
       await channels.close();

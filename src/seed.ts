@@ -49,6 +49,8 @@ export interface DemoSeed {
   key: string;
   phoneNumberId: string;
   pipelineId: string;
+  /** A recipient for the printed POST /messages. */
+  recipient: string;
   templates: { id: string; name: string; variables: Record<string, string> }[];
 }
 
@@ -96,7 +98,14 @@ export async function seedDemoIfEmpty(db: Db, now: Date): Promise<DemoSeed | nul
   if (!seeded) return null;
   // createKey runs its own transaction (the plan's key maximum is checked there).
   const { key } = await createKey(db, seeded.account, 'demo', now);
-  return { accountId: seeded.account.id, key, phoneNumberId: seeded.phoneNumberId, pipelineId: seeded.pipelineId, templates: seeded.templates };
+  return {
+    accountId: seeded.account.id,
+    key,
+    phoneNumberId: seeded.phoneNumberId,
+    pipelineId: seeded.pipelineId,
+    recipient: DEMO_RECIPIENT,
+    templates: seeded.templates,
+  };
 }
 
 /** The oldest account (the demo one on an install that was seeded), for the restart hint. */

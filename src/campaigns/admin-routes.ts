@@ -1,10 +1,11 @@
 // Operator API: campaigns (operator-api.md, "Pipelines, cases, campaigns").
 import { z } from 'zod';
 import { accountOr404 } from '../accounts/admin-routes.js';
-import { IdParams, type RoutesFn } from '../http/schemas.js';
+import { emptyBodyIsNoBody } from '../admin/optional-body.js';
+import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { CampaignInput, campaignView, cancelCampaign, createCampaign, getCampaign, listCampaigns } from './service.js';
 
-const CampaignParams = z.object({ id: z.uuid(), campaignId: z.uuid() });
+const CampaignParams = z.object({ id: Uuid, campaignId: Uuid });
 
 export const campaignAdminRoutes: RoutesFn = (app, s) => {
   app.post('/accounts/:id/campaigns', { schema: { tags: ['Operator'], params: IdParams, body: CampaignInput } }, async (req, reply) => {
@@ -22,8 +23,12 @@ export const campaignAdminRoutes: RoutesFn = (app, s) => {
     return campaignView(await getCampaign(s.db, req.params.id, req.params.campaignId));
   });
 
-  app.post('/accounts/:id/campaigns/:campaignId/cancel', { schema: { tags: ['Operator'], params: CampaignParams } }, async (req) => {
-    await accountOr404(s, req.params.id);
-    return cancelCampaign(s, req.params.id, req.params.campaignId);
-  });
+  app.post(
+    '/accounts/:id/campaigns/:campaignId/cancel',
+    { schema: { tags: ['Operator'], params: CampaignParams }, preParsing: emptyBodyIsNoBody },
+    async (req) => {
+      await accountOr404(s, req.params.id);
+      return cancelCampaign(s, req.params.id, req.params.campaignId);
+    },
+  );
 };

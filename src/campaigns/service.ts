@@ -155,7 +155,8 @@ export async function createCampaign(s: Services, account: AccountRow, input: Ca
         phone_number_id: number.id,
         variables: JSON.stringify(input.variables ?? {}),
         audience: JSON.stringify(input.audience ?? {}),
-        scheduled_at: scheduledAt,
+        // api.md §2 types scheduledAt as a timestamp: a campaign sent at once is scheduled for now.
+        scheduled_at: scheduledAt ?? now,
         created_at: now,
       })
       .returningAll()

@@ -1,13 +1,14 @@
 // Operator API: pipelines, case close, reason and outcome by a person (operator-api.md).
 import { z } from 'zod';
 import { accountOr404 } from '../accounts/admin-routes.js';
-import { IdParams, type RoutesFn } from '../http/schemas.js';
+import { emptyBodyIsNoBody } from '../admin/optional-body.js';
+import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { createPipeline, listPipelines, PipelineInput } from './pipelines.js';
 import { OutcomeBody } from './routes.js';
 import { closeManually, getCaseView, setOutcome, setReasonByPerson } from './service.js';
 
 const By = z.object({ id: z.string().min(1).max(255), name: z.string().min(1).max(200) }).describe('The team member');
-const CaseParams = z.object({ id: z.uuid(), caseId: z.uuid() });
+const CaseParams = z.object({ id: Uuid, caseId: Uuid });
 
 export const caseAdminRoutes: RoutesFn = (app, s) => {
   app.post('/accounts/:id/pipelines', { schema: { tags: ['Operator'], params: IdParams, body: PipelineInput } }, async (req, reply) => {
@@ -28,7 +29,8 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
 
   app.post(
     '/accounts/:id/cases/:caseId/close',
-    { schema: { tags: ['Operator'], params: CaseParams, body: z.object({ by: By.optional() }).optional() } },
+    // {by?}: the whole body is optional (Fastify hands a missing body to validation as null).
+    { schema: { tags: ['Operator'], params: CaseParams, body: z.object({ by: By.optional() }).nullish() }, preParsing: emptyBodyIsNoBody },
     async (req) => {
       await accountOr404(s, req.params.id);
       return closeManually(s, req.params.id, req.params.caseId, req.body?.by ?? null);

@@ -9,6 +9,7 @@ import { PhoneNumberView } from '../accounts/schemas.js';
 import { phoneNumberView } from '../accounts/service.js';
 import type { PhoneNumberRow } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
+import { textFor } from '../http/messages.es-AR.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { newId } from '../lib/ids.js';
 import { canonicalPhone } from '../lib/phone.js';
@@ -58,7 +59,7 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
       const provider = req.body.provider ?? s.config.CHANNEL_PROVIDER;
       const cloud = req.body.cloud;
       if (provider === 'cloud' && !cloud) {
-        throw invalid(['cloud'], 'Un número cloud necesita cloud: {phoneNumberId, wabaId, accessToken, appSecret, verifyToken}.');
+        throw invalid(['cloud'], textFor('phone_number_cloud_required'));
       }
       const now = s.clock.now();
       const row = await s.db.transaction().execute(async (trx) => {
@@ -70,7 +71,7 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
             .select('id')
             .where('cloud_phone_number_id', '=', cloud.phoneNumberId)
             .executeTakeFirst();
-          if (taken) throw invalid(['cloud', 'phoneNumberId'], 'Ese phoneNumberId de la API de WhatsApp Cloud ya está conectado.');
+          if (taken) throw invalid(['cloud', 'phoneNumberId'], textFor('phone_number_cloud_taken'));
         }
         const current = await trx
           .selectFrom('phone_numbers')
@@ -142,6 +143,9 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
           .where('id', '=', req.params.pnId)
           .executeTakeFirst();
         if (!cur) throw new ApiError('phone_number_not_found');
+        // An account with numbers always has one default ("the first one is the default"): the
+        // default changes by making another number the default, never by unsetting it.
+        if (makeDefault === false && cur.is_default) throw invalid(['default'], textFor('phone_number_keep_default'));
         if (makeDefault === true && !cur.is_default) {
           await trx
             .updateTable('phone_numbers')

@@ -20,7 +20,7 @@ function reachable(address: string): string {
 const sq = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
 
 /** The start banner: where it listens, the operator token, the demo key with curl lines, or how to get a key. */
-export function banner(
+function banner(
   base: string,
   config: Config,
   adminToken: string,
@@ -38,7 +38,7 @@ export function banner(
   const auth = (key: string) => `-H "Authorization: Bearer ${key}"`;
   if (demo) {
     const t = demo.templates[0];
-    const body = JSON.stringify({ to: '+54 9 11 5555-0000', template: { id: t?.id, variables: t?.variables ?? {} } });
+    const body = JSON.stringify({ to: demo.recipient, template: { id: t?.id, variables: t?.variables ?? {} } });
     lines.push(
       '',
       `Demo account created (plan escala, a sandbox number, ${demo.templates.length} approved templates, pipeline "Ventas").`,
@@ -63,7 +63,10 @@ export function banner(
       `Other accounts: npx chasqui accounts list${url}`,
     );
   } else {
-    lines.push('', `No accounts yet. Create one: npx chasqui accounts create "Mi empresa" --plan escala (then keys create and numbers add).`);
+    lines.push(
+      '',
+      `No accounts yet. Create one: npx chasqui accounts create "Mi empresa" --plan escala (then keys create and numbers add).`,
+    );
   }
   return `${lines.join('\n')}\n`;
 }

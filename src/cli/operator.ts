@@ -1,77 +1,463 @@
-// Operator commands: thin calls to the operator API of a running server.
-// CHASQUI_URL (default http://127.0.0.1:$PORT) and ADMIN_TOKEN (or DATA_DIR/admin-token).
+// Operator commands: thin calls to the operator API (/admin/v1, operator-api.md) of a running
+// server. Server: --url, else CHASQUI_URL, else http://127.0.0.1:$PORT (3000). Token: --token,
+// else ADMIN_TOKEN, else DATA_DIR/admin-token (written by the server's first start).
+// Results are printed as JSON on stdout; a server error is printed on stderr exactly as the server
+// wrote it (Spanish text, api.md §7) and the command exits with 1.
 import { readFileSync } from 'node:fs';
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 
-function target(): { base: string; token: string } {
-  const base = process.env.CHASQUI_URL ?? `http://${process.env.HOST ?? '127.0.0.1'}:${process.env.PORT ?? '3000'}`;
-  let token = process.env.ADMIN_TOKEN;
+interface Target {
+  base: string;
+  token: string;
+}
+
+type Globals = { url?: string; token?: string };
+
+class CliError extends Error {}
+
+function target(globals: Globals): Target {
+  const base = (globals.url ?? process.env.CHASQUI_URL ?? `http://127.0.0.1:${process.env.PORT ?? '3000'}`).replace(/\/+$/, '');
+  let token = globals.token ?? process.env.ADMIN_TOKEN;
   if (!token) {
+    const file = `${process.env.DATA_DIR ?? './data'}/admin-token`;
     try {
-      token = readFileSync(`${process.env.DATA_DIR ?? './data'}/admin-token`, 'utf8').trim();
+      token = readFileSync(file, 'utf8').trim();
     } catch {
-      throw new Error('Set ADMIN_TOKEN (or run from the folder whose DATA_DIR holds admin-token).');
+      throw new CliError(
+        `No operator token: pass --token, set ADMIN_TOKEN, or run where ${file} exists (the server writes it on its first start; set DATA_DIR to the server's).`,
+      );
     }
   }
   return { base, token };
 }
 
-async function call(method: string, path: string, body?: unknown): Promise<void> {
-  const { base, token } = target();
-  const res = await fetch(`${base}/admin/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
+/** Calls the operator API and prints the result; sets exit code 1 on an error answer. */
+async function call(cmd: Command, method: string, path: string, body?: unknown): Promise<void> {
+  const { base, token } = target(cmd.optsWithGlobals<Globals>());
+  let res: Response;
+  try {
+    res = await fetch(`${base}/admin/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    const code = cause?.code ?? cause?.message ?? (err as Error).message;
+    throw new CliError(`Could not reach Chasqui at ${base} (${code}). Is it running (npm start)? Otherwise pass --url or set CHASQUI_URL.`);
+  }
   const text = await res.text();
-  process.stdout.write(`${text || res.status}\n`);
-  if (!res.ok) process.exitCode = 1;
+  if (!res.ok) {
+    // As the server wrote it: the Spanish text is meant to be shown as is.
+    process.stderr.write(`${text || `HTTP ${res.status}`}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  if (!text) return; // 204: done, nothing to print
+  try {
+    process.stdout.write(`${JSON.stringify(JSON.parse(text), null, 2)}\n`);
+  } catch {
+    process.stdout.write(`${text}\n`);
+  }
 }
 
+// ---- option parsers ------------------------------------------------------------------------
+
+function json(value: string): unknown {
+  try {
+    return JSON.parse(value);
+  } catch {
+    throw new InvalidArgumentError('not valid JSON.');
+  }
+}
+
+function jsonObject(value: string): Record<string, unknown> {
+  const v = json(value);
+  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new InvalidArgumentError('expected a JSON object.');
+  return v as Record<string, unknown>;
+}
+
+/** Repeatable `key=value` → {key: value}. */
+function pair(value: string, acc: Record<string, string> = {}): Record<string, string> {
+  const i = value.indexOf('=');
+  if (i <= 0) throw new InvalidArgumentError('use key=value.');
+  return { ...acc, [value.slice(0, i)]: value.slice(i + 1) };
+}
+
+/** Repeatable `name:kind` (pipeline stages). */
+function stage(value: string, acc: { name: string; kind: string }[] = []): { name: string; kind: string }[] {
+  const i = value.lastIndexOf(':');
+  if (i <= 0) throw new InvalidArgumentError('use name:kind, e.g. Consulta:open, Ganado:won, Perdido:lost.');
+  return [...acc, { name: value.slice(0, i), kind: value.slice(i + 1) }];
+}
+
+/** Repeatable `name=example` or `name:label=example` (template variables). */
+function variable(value: string, acc: { name: string; label: string; example: string }[] = []) {
+  const i = value.indexOf('=');
+  if (i <= 0) throw new InvalidArgumentError('use name=example or name:label=example.');
+  const [name, label] = value.slice(0, i).split(':', 2) as [string, string | undefined];
+  return [...acc, { name, label: label ?? name, example: value.slice(i + 1) }];
+}
+
+function int(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n)) throw new InvalidArgumentError('expected an integer.');
+  return n;
+}
+
+function num(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n)) throw new InvalidArgumentError('expected a number.');
+  return n;
+}
+
+const list = (value: string): string[] =>
+  value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+/** Drops undefined keys; `--data` (raw JSON) goes first so explicit flags win. */
+function body(data: Record<string, unknown> | undefined, fields: Record<string, unknown>): Record<string, unknown> {
+  return { ...(data ?? {}), ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) };
+}
+
+function by(o: { byId?: string; byName?: string }): { id: string; name: string } | undefined {
+  if (o.byId === undefined && o.byName === undefined) return undefined;
+  return { id: o.byId ?? '', name: o.byName ?? '' };
+}
+
+const DATA = ['--data <json>', 'extra body fields as a JSON object (flags win)'] as const;
+const q = (params: Record<string, string | number | undefined>): string => {
+  const s = new URLSearchParams(
+    Object.entries(params)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]): [string, string] => [k, String(v)]),
+  ).toString();
+  return s ? `?${s}` : '';
+};
+
+// ---- commands ------------------------------------------------------------------------------
+
 export function operatorCommands(program: Command): void {
+  program
+    .option('--url <url>', 'server of the operator commands (default: CHASQUI_URL or http://127.0.0.1:3000)')
+    .option('--token <token>', 'operator token (default: ADMIN_TOKEN or DATA_DIR/admin-token)');
+
   const accounts = program.command('accounts').description('operator: accounts');
   accounts
     .command('create <name>')
+    .description('create an account')
     .option('--plan <plan>', 'free_trial | crecimiento | escala | enterprise', 'escala')
-    .action((name: string, o: { plan: string }) => call('POST', '/accounts', { name, plan: o.plan }));
-  accounts.command('list').action(() => call('GET', '/accounts'));
-  accounts.command('show <accountId>').action((id: string) => call('GET', `/accounts/${id}`));
+    .option('--limits <json>', 'limit overrides, e.g. \'{"contacts": 500, "apiKeys": null}\'', jsonObject)
+    .option(...DATA, jsonObject)
+    .action(function (this: Command, name: string, o) {
+      return call(this, 'POST', '/accounts', body(o.data, { name, plan: o.plan, limits: o.limits }));
+    });
+  accounts
+    .command('list')
+    .description('list the accounts')
+    .action(function (this: Command) {
+      return call(this, 'GET', '/accounts');
+    });
+  accounts
+    .command('get <accountId>')
+    .alias('show')
+    .description('an account with limits, usage and numbers (as GET /me)')
+    .action(function (this: Command, id: string) {
+      return call(this, 'GET', `/accounts/${id}`);
+    });
+  accounts
+    .command('update <accountId>')
+    .description('change name, plan or limit overrides')
+    .option('--name <name>')
+    .option('--plan <plan>', 'free_trial | crecimiento | escala | enterprise')
+    .option('--limits <json>', 'limit overrides (null: unlimited)', jsonObject)
+    .option(...DATA, jsonObject)
+    .action(function (this: Command, id: string, o) {
+      return call(this, 'PATCH', `/accounts/${id}`, body(o.data, { name: o.name, plan: o.plan, limits: o.limits }));
+    });
 
-  const keys = program.command('keys').description('operator: API keys');
-  keys.command('create <accountId> <name>').action((id: string, name: string) => call('POST', `/accounts/${id}/keys`, { name }));
-  keys.command('list <accountId>').action((id: string) => call('GET', `/accounts/${id}/keys`));
-  keys.command('revoke <accountId> <keyId>').action((id: string, k: string) => call('DELETE', `/accounts/${id}/keys/${k}`));
+  const keys = program.command('keys').description('operator: API keys (etk_live_…)');
+  keys
+    .command('create <accountId> <name>')
+    .description('create a key; the key is printed only now')
+    .action(function (this: Command, id: string, name: string) {
+      return call(this, 'POST', `/accounts/${id}/keys`, { name });
+    });
+  keys
+    .command('list <accountId>')
+    .description('list the keys (no secrets)')
+    .action(function (this: Command, id: string) {
+      return call(this, 'GET', `/accounts/${id}/keys`);
+    });
+  keys
+    .command('revoke <accountId> <keyId>')
+    .description('revoke a key (it answers 401 from then on)')
+    .action(function (this: Command, id: string, keyId: string) {
+      return call(this, 'DELETE', `/accounts/${id}/keys/${keyId}`);
+    });
 
   const numbers = program.command('numbers').description('operator: channel numbers');
   numbers
     .command('add <accountId> <phone>')
+    .description('connect a number (the first one is the default)')
     .option('--name <name>')
-    .action((id: string, phone: string, o: { name?: string }) => call('POST', `/accounts/${id}/phone-numbers`, { phone, name: o.name }));
+    .option('--provider <provider>', 'sandbox | cloud (default: the server CHANNEL_PROVIDER)')
+    .option('--cloud <json>', 'cloud ids and secrets: {"phoneNumberId","wabaId","accessToken","appSecret","verifyToken"}', jsonObject)
+    .option(...DATA, jsonObject)
+    .action(function (this: Command, id: string, phone: string, o) {
+      return call(
+        this,
+        'POST',
+        `/accounts/${id}/phone-numbers`,
+        body(o.data, { phone, name: o.name, provider: o.provider, cloud: o.cloud }),
+      );
+    });
+  numbers
+    .command('list <accountId>')
+    .description("the account's numbers")
+    .action(function (this: Command, id: string) {
+      return call(this, 'GET', `/accounts/${id}/phone-numbers`);
+    });
+  numbers
+    .command('update <accountId> <phoneNumberId>')
+    .description('connect/disconnect a number or make it the default')
+    .option('--status <status>', 'connected | disconnected')
+    .option('--default', 'make it the default number')
+    .option(...DATA, jsonObject)
+    .action(function (this: Command, id: string, pnId: string, o) {
+      return call(this, 'PATCH', `/accounts/${id}/phone-numbers/${pnId}`, body(o.data, { status: o.status, default: o.default }));
+    });
 
-  const webhooks = program.command('webhooks').description('operator: webhook URLs');
+  const templates = program.command('templates').description('operator: message templates');
+  templates
+    .command('add <accountId> <name>')
+    .description('create a template (status PENDING unless --status)')
+    .requiredOption('--body <text>', 'text with {{variable}} placeholders')
+    .requiredOption('--category <category>', 'MARKETING | UTILITY | AUTHENTICATION')
+    .option('--language <code>', 'e.g. es_AR (default)')
+    .option('--var <name=example>', 'a variable, repeatable: nombre=Ana or nombre:Nombre=Ana', variable)
+    .option('--status <status>', 'APPROVED | PENDING | REJECTED | PAUSED | DISABLED')
+    .option(...DATA, jsonObject)
+    .action(function (this: Command, id: string, name: string, o) {
+      return call(
+        this,
+        'POST',
+        `/accounts/${id}/templates`,
+        body(o.data, { name, body: o.body, category: o.category, language: o.language, variables: o.var, status: o.status }),
+      );
+    });
+  templates
+    .command('update <accountId> <templateId>')
+    .description("move a template's status (the channel's approval)")
+    .requiredOption('--status <status>', 'APPROVED | PENDING | REJECTED | PAUSED | DISABLED')
+    .action(function (this: Command, id: string, tid: string, o) {
+      return call(this, 'PATCH', `/accounts/${id}/templates/${tid}`, { status: o.status });
+    });
+  templates
+    .command('delete <accountId> <templateId>')
+    .description('delete a template (sending it then answers 404)')
+    .action(function (this: Command, id: string, tid: string) {
+      return call(this, 'DELETE', `/accounts/${id}/templates/${tid}`);
+    });
+  templates
+    .command('sync <accountId>')
+    .description('import the templates of the WhatsApp Business Account (cloud numbers)')
+    .action(function (this: Command, id: string) {
+      return call(this, 'POST', `/accounts/${id}/templates/sync`);
+    });
+
+  const webhooks = program.command('webhooks').description('operator: webhook URLs and deliveries');
   webhooks
     .command('add <accountId> <url>')
-    .option('--events <kinds>', 'comma-separated event kinds (default: all)')
-    .action((id: string, url: string, o: { events?: string }) =>
-      call('POST', `/accounts/${id}/webhooks`, { url, ...(o.events ? { events: o.events.split(',') } : {}) }),
-    );
-  webhooks.command('list <accountId>').action((id: string) => call('GET', `/accounts/${id}/webhooks`));
-  webhooks.command('test <accountId> <webhookId>').action((id: string, w: string) => call('POST', `/accounts/${id}/webhooks/${w}/test`));
+    .description('register a URL; prints its secret whsec_…')
+    .option('--events <kinds>', 'comma-separated event kinds (default: all)', list)
+    .action(function (this: Command, id: string, url: string, o) {
+      return call(this, 'POST', `/accounts/${id}/webhooks`, body(undefined, { url, events: o.events }));
+    });
+  webhooks.command('list <accountId>').action(function (this: Command, id: string) {
+    return call(this, 'GET', `/accounts/${id}/webhooks`);
+  });
+  webhooks
+    .command('update <accountId> <webhookId>')
+    .description('change URL or events; enable or disable')
+    .option('--new-url <url>', 'the new URL')
+    .option('--events <kinds>', 'comma-separated event kinds; "all" for every kind', list)
+    .option('--enable', 'enable it (undelivered events can be replayed)')
+    .option('--disable', 'disable it')
+    .option(...DATA, jsonObject)
+    .action(function (this: Command, id: string, wid: string, o) {
+      if (o.enable && o.disable) throw new CliError('Use --enable or --disable, not both.');
+      const events = o.events && o.events.length === 1 && o.events[0] === 'all' ? null : o.events;
+      const enabled = o.enable ? true : o.disable ? false : undefined;
+      return call(this, 'PATCH', `/accounts/${id}/webhooks/${wid}`, body(o.data, { url: o.newUrl, events, enabled }));
+    });
+  webhooks.command('delete <accountId> <webhookId>').action(function (this: Command, id: string, wid: string) {
+    return call(this, 'DELETE', `/accounts/${id}/webhooks/${wid}`);
+  });
+  webhooks
+    .command('test <accountId> <webhookId>')
+    .description('queue a test message.received (test: true)')
+    .action(function (this: Command, id: string, wid: string) {
+      return call(this, 'POST', `/accounts/${id}/webhooks/${wid}/test`);
+    });
+  webhooks
+    .command('rotate-secret <accountId> <webhookId>')
+    .description('new secret; the old one keeps signing too for 24 h')
+    .action(function (this: Command, id: string, wid: string) {
+      return call(this, 'POST', `/accounts/${id}/webhooks/${wid}/rotate-secret`);
+    });
+  webhooks
+    .command('deliveries <accountId> <webhookId> [deliveryId]')
+    .description('list deliveries, or one delivery with every attempt')
+    .option('--limit <n>', '1 to 200', int)
+    .option('--after <deliveryId>', 'the last id of the previous page')
+    .action(function (this: Command, id: string, wid: string, did: string | undefined, o) {
+      const path = `/accounts/${id}/webhooks/${wid}/deliveries`;
+      return did ? call(this, 'GET', `${path}/${did}`) : call(this, 'GET', `${path}${q({ limit: o.limit, after: o.after })}`);
+    });
+  webhooks
+    .command('redeliver <accountId> <webhookId> <deliveryId>')
+    .description('send a delivery again')
+    .action(function (this: Command, id: string, wid: string, did: string) {
+      return call(this, 'POST', `/accounts/${id}/webhooks/${wid}/deliveries/${did}/redeliver`);
+    });
 
-  const sandbox = program.command('sandbox').description('operator: the sandbox channel');
+  const pipelines = program.command('pipelines').description('operator: sales pipelines');
+  pipelines
+    .command('create <accountId> <name>')
+    .description('create a pipeline: --stage Consulta:open --stage Ganado:won --stage Perdido:lost')
+    .option('--stage <name:kind>', 'a stage, repeatable, in order (kind: open | won | lost)', stage)
+    .option('--inactivity-hours <h>', 'close cases after this long without messages (default 24)', int)
+    .option('--stale-days <d>', 'move open cases without reply to the lost stage (default 30)', int)
+    .option('--default', "make it the account's default pipeline")
+    .option(...DATA, jsonObject)
+    .action(function (this: Command, id: string, name: string, o) {
+      return call(
+        this,
+        'POST',
+        `/accounts/${id}/pipelines`,
+        body(o.data, { name, stages: o.stage, inactivityHours: o.inactivityHours, staleDays: o.staleDays, default: o.default }),
+      );
+    });
+  pipelines.command('list <accountId>').action(function (this: Command, id: string) {
+    return call(this, 'GET', `/accounts/${id}/pipelines`);
+  });
+
+  const cases = program.command('cases').description('operator: cases (what a team member does in the app)');
+  cases.command('get <accountId> <caseId>').action(function (this: Command, id: string, caseId: string) {
+    return call(this, 'GET', `/accounts/${id}/cases/${caseId}`);
+  });
+  cases
+    .command('close <accountId> <caseId>')
+    .description('close a case by hand (closeReason manual)')
+    .option('--by-id <id>', 'team member id')
+    .option('--by-name <name>', 'team member name')
+    .action(function (this: Command, id: string, caseId: string, o) {
+      return call(this, 'POST', `/accounts/${id}/cases/${caseId}/close`, body(undefined, { by: by(o) }));
+    });
+  cases
+    .command('reason <accountId> <caseId> <reason>')
+    .description('classify a case by hand (reasonSource person)')
+    .option('--subreason <subreason>')
+    .option('--by-id <id>', 'team member id')
+    .option('--by-name <name>', 'team member name')
+    .action(function (this: Command, id: string, caseId: string, reason: string, o) {
+      return call(this, 'POST', `/accounts/${id}/cases/${caseId}/reason`, body(undefined, { reason, subreason: o.subreason, by: by(o) }));
+    });
+  cases
+    .command('outcome <accountId> <caseId> <result>')
+    .description('mark a sale (won) or a loss (lost) by a person')
+    .option('--amount <amount>', 'amount of the sale', num)
+    .option('--currency <code>', 'ISO 4217, e.g. ARS')
+    .option('--note <note>')
+    .option('--external-id <id>', 'your own reference')
+    .option('--by-id <id>', 'team member id')
+    .option('--by-name <name>', 'team member name')
+    .action(function (this: Command, id: string, caseId: string, result: string, o) {
+      return call(
+        this,
+        'POST',
+        `/accounts/${id}/cases/${caseId}/outcome`,
+        body(undefined, { result, amount: o.amount, currency: o.currency, note: o.note, externalId: o.externalId, by: by(o) }),
+      );
+    });
+
+  const campaigns = program.command('campaigns').description('operator: campaigns');
+  campaigns
+    .command('create <accountId> <name> <templateId>')
+    .description('create a campaign; sending starts at --scheduled-at, or at once')
+    .option('--var <name=value>', 'a template variable, repeatable', pair)
+    .option('--attr <key=value>', 'audience filter: contacts whose attribute equals the value, repeatable', pair)
+    .option('--phone-number-id <id>', 'number to send from (default: the account default)')
+    .option('--scheduled-at <iso>', 'when sending starts, ISO 8601')
+    .option(...DATA, jsonObject)
+    .action(function (this: Command, id: string, name: string, templateId: string, o) {
+      return call(
+        this,
+        'POST',
+        `/accounts/${id}/campaigns`,
+        body(o.data, {
+          name,
+          templateId,
+          variables: o.var,
+          audience: o.attr ? { attributes: o.attr } : undefined,
+          phoneNumberId: o.phoneNumberId,
+          scheduledAt: o.scheduledAt,
+        }),
+      );
+    });
+  campaigns.command('list <accountId>').action(function (this: Command, id: string) {
+    return call(this, 'GET', `/accounts/${id}/campaigns`);
+  });
+  campaigns.command('get <accountId> <campaignId>').action(function (this: Command, id: string, cid: string) {
+    return call(this, 'GET', `/accounts/${id}/campaigns/${cid}`);
+  });
+  campaigns.command('cancel <accountId> <campaignId>').action(function (this: Command, id: string, cid: string) {
+    return call(this, 'POST', `/accounts/${id}/campaigns/${cid}/cancel`);
+  });
+
+  const jobs = program.command('jobs').description('operator: periodic jobs');
+  jobs
+    .command('run <name>')
+    .description('run a periodic job now: case-timeouts | campaigns | webhooks')
+    .action(function (this: Command, name: string) {
+      return call(this, 'POST', `/jobs/${name}/run`);
+    });
+
+  const sandbox = program.command('sandbox').description('operator: the sandbox channel (CHANNEL_PROVIDER=sandbox)');
   sandbox
-    .command('inbound <accountId> <from> <text>')
-    .description('a customer writes')
-    .action((accountId: string, from: string, text: string) => call('POST', '/sandbox/inbound', { accountId, from, text }));
+    .command('inbound <accountId> <from> [text]')
+    .description('a customer writes (runs the real inbound path)')
+    .option('--socialchat', '<from> is a social-channel user id, not a phone')
+    .option('--name <name>', 'profile name')
+    .option('--type <type>', 'text (default), image, button, …')
+    .option('--timestamp <iso>', 'when the customer wrote (default now; may be in the past)')
+    .option('--phone-number-id <id>', 'the receiving number (default: the account default)')
+    .option(...DATA, jsonObject)
+    .action(function (this: Command, accountId: string, from: string, text: string | undefined, o) {
+      return call(
+        this,
+        'POST',
+        '/sandbox/inbound',
+        body(o.data, {
+          accountId,
+          ...(o.socialchat ? { socialchat: from } : { from }),
+          text,
+          name: o.name,
+          type: o.type,
+          timestamp: o.timestamp,
+          phoneNumberId: o.phoneNumberId,
+        }),
+      );
+    });
   sandbox
     .command('status <wamid> <status>')
-    .option('--code <code>')
-    .action((wamid: string, status: string, o: { code?: string }) =>
-      call('POST', '/sandbox/status', { wamid, status, ...(o.code ? { code: Number(o.code) } : {}) }),
-    );
-
-  program
-    .command('jobs-run <name>')
-    .description('run a periodic job now (case-timeouts, campaigns, webhooks)')
-    .action((name: string) => call('POST', `/jobs/${name}/run`));
+    .description('the provider reports a status: sent | delivered | read | failed')
+    .option('--code <code>', 'provider code (with failed)', int)
+    .option('--timestamp <iso>', 'when it happened (default now)')
+    .action(function (this: Command, wamid: string, status: string, o) {
+      return call(this, 'POST', '/sandbox/status', body(undefined, { wamid, status, code: o.code, timestamp: o.timestamp }));
+    });
 }

@@ -279,6 +279,9 @@ export async function receiveInbound(s: Services, input: InboundInput): Promise<
     if (err instanceof AlreadyStored && wamid) {
       const dup = await existingByWamid(s.db, input.accountId, wamid);
       if (dup) return dup;
+      // Provider message ids are unique across the channel: this one belongs to another account's
+      // message (or to an outbound one), so it cannot be this customer's message.
+      throw new ApiError('inbound_wamid_taken');
     }
     throw err;
   }

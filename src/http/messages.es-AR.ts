@@ -43,7 +43,7 @@ export const catalogue = {
   phone_number_not_found: { status: 404, text: 'No existe ese número en la cuenta.' },
   webhook_not_found: { status: 404, text: 'No existe ese webhook en la cuenta.' },
   delivery_not_found: { status: 404, text: 'No existe esa entrega de webhook.' },
-  job_not_found: { status: 404, text: 'No existe esa tarea. Las tareas son case-timeouts, campaigns y webhooks.' },
+  job_not_found: { status: 404, text: 'No existe esa tarea. Las tareas son case-timeouts, campaigns, webhooks e idempotency-keys.' },
   // WhatsApp Cloud API receiver and template sync (src/channel/cloud)
   cloud_signature_invalid: {
     status: 401,
@@ -133,6 +133,24 @@ export const catalogue = {
   inbound_from_or_socialchat: { status: 400, text: 'Enviá from (teléfono) o socialchat (usuario de la red social): uno de los dos.' },
   inbound_text_required: { status: 400, text: 'Un mensaje de tipo text necesita text.' },
   timestamp_future: { status: 400, text: 'La fecha no puede estar en el futuro. Mandá la hora en que el cliente escribió.' },
+  // 400 problems of the operator's phone numbers (acceptance sweep, used with invalid())
+  phone_number_keep_default: {
+    status: 400,
+    text: 'La cuenta siempre tiene un número predeterminado. Para cambiarlo, mandá default: true en otro número.',
+  },
+  phone_number_cloud_required: {
+    status: 400,
+    text: 'Un número cloud necesita cloud: {phoneNumberId, wabaId, accessToken, appSecret, verifyToken}.',
+  },
+  phone_number_cloud_taken: { status: 400, text: 'Ese phoneNumberId de la API de WhatsApp Cloud ya está conectado.' },
+  inbound_wamid_taken: {
+    status: 409,
+    text: 'Ese wamid ya es de otro mensaje. Cada mensaje del canal tiene su propio wamid: mandá uno nuevo o no lo mandes.',
+  },
+  inbound_timestamp_invalid: {
+    status: 400,
+    text: 'Mandá timestamp como fecha ISO 8601 (por ejemplo 2026-11-22T12:00:00.000Z) o como segundos Unix.',
+  },
   // 400 problems of POST /contacts, Idempotency-Key and templates (issue 2)
   attribute_key_invalid: {
     status: 400,

@@ -15,7 +15,9 @@ export type ZodApp = FastifyInstance<
 /** A feature's routes: registered inside the /api/v1 (or /admin/v1) plugin with the services. */
 export type RoutesFn = (app: ZodApp, services: Services) => void;
 
-export const Uuid = z.uuid().describe('UUID').meta({ example: '0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3e' });
+// z.guid(): any 8-4-4-4-12 hex id, as PostgreSQL's uuid type accepts (z.uuid() refuses ids
+// whose variant bits are not RFC 9562's, e.g. 11111111-1111-1111-1111-111111111111).
+export const Uuid = z.guid().describe('UUID').meta({ example: '0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3e' });
 export const IdParams = z.object({ id: Uuid });
 export const Timestamp = z.string().describe('ISO 8601 UTC with milliseconds').meta({ example: '2026-11-22T12:00:00.000Z' });
 

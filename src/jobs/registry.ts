@@ -3,6 +3,7 @@
 import { runCampaigns } from '../campaigns/service.js';
 import { runCaseTimeouts } from '../cases/timeouts.js';
 import { purgeIdempotencyKeys } from '../http/idempotency.js';
+import { purgeEarlyStatuses } from '../messages/status.js';
 import type { Services } from '../services.js';
 import { webhooksJob } from '../webhooks/job.js';
 
@@ -14,8 +15,15 @@ export interface Job {
 
 export const jobs: Record<string, Job> = {
   webhooks: webhooksJob,
-  // Inactivity closing and stale → lost (cases/timeouts.ts).
-  'case-timeouts': { everyMs: 60_000, run: runCaseTimeouts },
+  // Inactivity closing and stale → lost (cases/timeouts.ts); also drops early status reports
+  // older than 7 days (messages/status.ts). `changed` counts only the cases.
+  'case-timeouts': {
+    everyMs: 60_000,
+    run: async (s) => {
+      await purgeEarlyStatuses(s);
+      return runCaseTimeouts(s);
+    },
+  },
   // Starts due campaigns, sends a paced batch, completes finished ones (campaigns/service.ts).
   campaigns: { everyMs: 2_000, run: runCampaigns },
   // Deletes Idempotency-Key rows past their 24 hours (http/idempotency.ts).

@@ -7,7 +7,22 @@ import { MemoryLimiter } from './memory.js';
 import { RedisLimiter } from './redis.js';
 import type { Limiter } from './types.js';
 
+/** LIMITS=off: admits everything and sends no rate-limit headers (the bench's "limits off" floor). */
+class NoLimiter implements Limiter {
+  async ipBlocked() {
+    return false;
+  }
+  async invalidKey() {
+    return false;
+  }
+  async admit() {
+    return { headers: {} };
+  }
+  async close() {}
+}
+
 export function createLimiter(config: Config, clock: Clock, log?: Logger): Limiter {
+  if (!config.LIMITS) return new NoLimiter();
   if (!config.REDIS_URL) return new MemoryLimiter(clock);
   return new RedisLimiter({
     url: config.REDIS_URL,

@@ -19,7 +19,12 @@ const SendBody = z
           .describe('Variable name → text; missing ones take the contact attribute of that name, then the template example'),
       })
       .optional(),
-    phoneNumberId: Uuid.optional().describe('Connected number to send from; default: the account’s default connected number'),
+    // api.md types it as a string: an id the account does not have (UUID or not) is 409, not 400.
+    phoneNumberId: z
+      .string()
+      .max(200)
+      .optional()
+      .describe('Connected number to send from (an id of GET /me phoneNumbers); default: the account’s default connected number'),
   })
   .superRefine((b, ctx) => {
     // Exactly one of text and template (api.md §4).

@@ -9,7 +9,7 @@ import type { Db } from '../db/index.js';
 import type { AccountRow, PhoneNumberRow, TemplateRow, TemplateVariable } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
 import { textFor } from '../http/messages.es-AR.js';
-import { newId } from '../lib/ids.js';
+import { isUuid, newId } from '../lib/ids.js';
 import { canonicalPhone } from '../lib/phone.js';
 import type { Services } from '../services.js';
 import { applyEarlyStatuses, MARKETING_BLOCKED, markMarketingOptOut } from './status.js';
@@ -30,7 +30,9 @@ export interface SendInput {
  * default is disconnected (decisions.md "Endpoints": none connected → 409).
  */
 export async function numberForSend(db: Db, accountId: string, phoneNumberId?: string): Promise<PhoneNumberRow> {
-  if (phoneNumberId) {
+  if (phoneNumberId !== undefined) {
+    // api.md §7: "no connected number with the given phoneNumberId" → 409, whatever its form.
+    if (!isUuid(phoneNumberId)) throw new ApiError('phone_number_unknown');
     const n = await db
       .selectFrom('phone_numbers')
       .selectAll()

@@ -182,3 +182,19 @@ export async function applyEarlyStatuses(s: Services, wamid: string): Promise<Me
   if (applied) s.dispatcher.wake();
   return applied;
 }
+
+/** Early reports whose wamid no send stored within this time are dropped (a typo, or another system's id). */
+export const EARLY_STATUS_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+
+/**
+ * Deletes early status reports older than 7 days (docs/decisions.md "Messages and channel"): a
+ * send stores its wamid within seconds of the provider's answer, so a report still waiting after
+ * a week will never find its message. Run by the `case-timeouts` job; returns how many went.
+ */
+export async function purgeEarlyStatuses(s: Services): Promise<number> {
+  const before = new Date(s.clock.now().getTime() - EARLY_STATUS_TTL_MS);
+  const r = await s.db.deleteFrom('early_statuses').where('created_at', '<', before).executeTakeFirst();
+  const n = Number(r.numDeletedRows ?? 0);
+  if (n > 0) s.log.info({ purged: n }, 'early status reports older than 7 days deleted');
+  return n;
+}

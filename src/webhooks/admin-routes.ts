@@ -18,7 +18,13 @@ import {
 } from './service.js';
 
 const tags = ['Operator: webhooks'];
-const WebhookUrl = z.string().trim().min(1).max(2048).describe('http(s) URL that receives the events').meta({ example: 'https://example.com/hooks/chasqui' });
+const WebhookUrl = z
+  .string()
+  .trim()
+  .min(1)
+  .max(2048)
+  .describe('http(s) URL that receives the events')
+  .meta({ example: 'https://example.com/hooks/chasqui' });
 const Events = z
   .array(z.enum(EVENT_KINDS))
   .max(EVENT_KINDS.length * 2)

@@ -25,9 +25,7 @@ export interface Claimed {
  * several processes never take the same attempt; a crashed process's lease simply expires.
  */
 export async function claimDue(db: Db, now: Date, leaseUntil: Date, n: number, skipWebhooks: string[]): Promise<Claimed[]> {
-  const skip = skipWebhooks.length
-    ? sql`AND d2.webhook_id NOT IN (${sql.join(skipWebhooks.map((w) => sql`${w}::uuid`))})`
-    : sql``;
+  const skip = skipWebhooks.length ? sql`AND d2.webhook_id NOT IN (${sql.join(skipWebhooks.map((w) => sql`${w}::uuid`))})` : sql``;
   const r = await sql<Claimed>`
     UPDATE webhook_deliveries d SET lease_until = ${leaseUntil}
     FROM (

@@ -10,10 +10,18 @@ export const POLL_MS = 500;
 /** Attempts in flight in this process, and per URL (one slow receiver cannot starve the rest). */
 export const MAX_IN_FLIGHT = 256;
 export const PER_ENDPOINT = 32;
-/** Claimed deliveries held here (in flight or waiting for a slot of their URL). */
-const MAX_HELD = 512;
-const HELD_PER_ENDPOINT = 2 * PER_ENDPOINT;
+/**
+ * Claimed deliveries held here (in flight or waiting for a slot of their URL), overall and per URL;
+ * a waiting one that could no longer finish inside its lease is given back (see startWaiting).
+ */
+const MAX_HELD = 1024;
+const HELD_PER_ENDPOINT = 512;
 const CLAIM_BATCH = 256;
+/** Claim again when fewer than this many wait (batches, not one claim per finished attempt). */
+const LOW_WATER = 256;
+/** Finished attempts are recorded together: up to this many, gathered for up to this long. */
+const FLUSH_BATCH = 256;
+const FLUSH_WAIT_MS = 10;
 /** Longest a server-requested `Retry-After` may push an attempt. */
 const MAX_RETRY_AFTER_S = 86_400;
 
@@ -39,14 +47,18 @@ export class WebhookDispatcher implements Dispatcher {
   /** Claimed, waiting for a free slot of their URL (or of the process). */
   private readonly waiting = new Map<string, { c: Claimed; lease: Date }[]>();
   private waitingCount = 0;
-  private pending: { r: AttemptResult; done: () => void }[] = [];
+  private pending: AttemptResult[] = [];
   private flushing: Promise<void> | null = null;
   private readonly shutdown = new AbortController();
 
   constructor(private readonly s: Services) {
     this.timeoutMs = s.config.WEBHOOK_TIMEOUT_MS;
     this.leaseMs = leaseMsFor(this.timeoutMs);
-    this.agent = createAgent({ allowPrivate: s.config.allowPrivateWebhooks, connectionsPerOrigin: PER_ENDPOINT, timeoutMs: this.timeoutMs });
+    this.agent = createAgent({
+      allowPrivate: s.config.allowPrivateWebhooks,
+      connectionsPerOrigin: PER_ENDPOINT,
+      timeoutMs: this.timeoutMs,
+    });
   }
 
   /** A writer committed new deliveries: look now instead of at the next poll. */
@@ -128,11 +140,12 @@ export class WebhookDispatcher implements Dispatcher {
     const now = this.s.clock.now();
     const lease = new Date(now.getTime() + this.leaseMs);
     const rows = await claimDue(this.s.db, now, lease, room, full);
-    this.backlog = rows.length === room;
+    // Full URLs were left out of this claim: they may have more due, so look again as slots free.
+    this.backlog = rows.length === room || full.length > 0;
     const surplus: { id: string; lease: Date }[] = [];
     let taken = 0;
     for (const c of rows) {
-      if (this.stopping || this.held(c.webhook_id) >= HELD_PER_ENDPOINT) {
+      if (this.stopping) {
         surplus.push({ id: c.id, lease });
         this.backlog = true;
         continue;
@@ -174,7 +187,7 @@ export class WebhookDispatcher implements Dispatcher {
       if (left <= 0) this.perWebhook.delete(c.webhook_id);
       else this.perWebhook.set(c.webhook_id, left);
       if (!this.stopping) this.startWaiting();
-      if (this.backlog) this.pump();
+      if (this.backlog && this.waitingCount < LOW_WATER) this.pump();
     });
     this.inFlight.add(p);
   }
@@ -203,10 +216,9 @@ export class WebhookDispatcher implements Dispatcher {
         { webhookId: c.webhook_id, deliveryId: c.id, attempt: r.attemptNumber, statusCode: out.statusCode, error: out.error },
         'webhook attempt failed',
       );
-    await new Promise<void>((done) => {
-      this.pending.push({ r, done });
-      this.scheduleFlush();
-    });
+    // The slot frees now; the result is written with the next batch (the lease covers the gap).
+    this.pending.push(r);
+    this.scheduleFlush();
   }
 
   /** What this attempt means for the delivery: done, retry (when), or given up. */
@@ -240,22 +252,20 @@ export class WebhookDispatcher implements Dispatcher {
     if (!this.flushing) this.flushing = this.flushLoop().finally(() => (this.flushing = null));
   }
 
-  /** Writes finished attempts in batches: whatever piled up while the previous batch was written. */
+  /**
+   * Writes finished attempts in batches: a short wait gathers what finishes meanwhile, so a busy
+   * dispatcher writes one transaction per many attempts (the slots are already free).
+   */
   private async flushLoop(): Promise<void> {
     while (this.pending.length > 0) {
-      const batch = this.pending;
-      this.pending = [];
+      if (this.pending.length < FLUSH_BATCH) await new Promise((r) => setTimeout(r, FLUSH_WAIT_MS));
+      const batch = this.pending.splice(0, FLUSH_BATCH);
       try {
-        await recordAttempts(
-          this.s.db,
-          batch.map((b) => b.r),
-          this.s.clock.now(),
-        );
+        await recordAttempts(this.s.db, batch, this.s.clock.now());
       } catch (err) {
         // The leases expire and the deliveries are attempted again: at-least-once.
         this.s.log.error({ err: { message: (err as Error).message }, n: batch.length }, 'webhook dispatcher: recording attempts failed');
       }
-      for (const b of batch) b.done();
     }
   }
 

@@ -56,11 +56,11 @@ export function eventDataJson(data: Record<string, unknown>): string {
  */
 export async function emitEvent(trx: Executor, e: NewEvent, now: Date): Promise<string> {
   const id = newId();
-  await trx
-    .insertInto('events')
-    .values({ id, account_id: e.accountId, kind: e.kind, data: eventDataJson(e.data), test: e.test ?? false, created_at: now })
-    .execute();
+  // One round trip: the event row, and the account's plan and subscribed URLs.
   const target = await sql<{ plan: string; limits: Record<string, number | null>; subs: string[] }>`
+    WITH ev AS (
+      INSERT INTO events (id, account_id, kind, data, test, created_at)
+      VALUES (${id}, ${e.accountId}, ${e.kind}, ${eventDataJson(e.data)}::jsonb, ${e.test ?? false}, ${now}))
     SELECT a.plan, a.limits, ARRAY(
       SELECT w.id::text FROM webhooks w
       WHERE w.account_id = a.id AND w.enabled AND w.deleted_at IS NULL
@@ -85,27 +85,18 @@ export async function emitEvent(trx: Executor, e: NewEvent, now: Date): Promise<
       RETURNING count`.execute(trx);
     allowed = Math.max(0, Math.min(n, limit - Number(cur.rows[0]?.count ?? 0)));
   }
-  await trx
-    .insertInto('webhook_deliveries')
-    .values(
-      row.subs.map((webhookId, i) => ({
-        id: newId(),
-        event_id: id,
-        webhook_id: webhookId,
-        account_id: e.accountId,
-        status: i < allowed ? 'pending' : 'skipped',
-        skip_reason: i < allowed ? null : 'quota',
-        next_attempt_at: i < allowed ? now : null,
-        created_at: now,
-        updated_at: now,
-      })),
-    )
-    .execute();
-  if (allowed > 0) {
-    await sql`
-      INSERT INTO usage_counters (account_id, period_start, resource, count)
-      VALUES (${e.accountId}, ${period.start}, ${DELIVERY_QUOTA_RESOURCE}, ${allowed})
-      ON CONFLICT (account_id, period_start, resource) DO UPDATE SET count = usage_counters.count + excluded.count`.execute(trx);
-  }
+  const rows = row.subs.map(
+    (webhookId, i) =>
+      sql`(${newId()}::uuid, ${id}::uuid, ${webhookId}::uuid, ${e.accountId}::uuid, ${i < allowed ? 'pending' : 'skipped'},
+        ${i < allowed ? null : 'quota'}, ${i < allowed ? now : null}::timestamptz, ${now}::timestamptz, ${now}::timestamptz)`,
+  );
+  // One round trip: the deliveries and the month's count (the counter row is locked last).
+  await sql`
+    WITH d AS (
+      INSERT INTO webhook_deliveries (id, event_id, webhook_id, account_id, status, skip_reason, next_attempt_at, created_at, updated_at)
+      VALUES ${sql.join(rows)})
+    INSERT INTO usage_counters (account_id, period_start, resource, count)
+    SELECT ${e.accountId}, ${period.start}, ${DELIVERY_QUOTA_RESOURCE}, ${allowed}::int WHERE ${allowed}::int > 0
+    ON CONFLICT (account_id, period_start, resource) DO UPDATE SET count = usage_counters.count + excluded.count`.execute(trx);
   return id;
 }

@@ -70,7 +70,14 @@ export async function sendAttempt(
   const took = () => Math.round(performance.now() - started);
   const url = new URL(c.url);
   if (!allowPrivate && isPrivateLiteral(url))
-    return { statusCode: null, durationMs: 0, excerpt: null, error: 'private address refused (SSRF guard)', retryAfterS: null, aborted: false };
+    return {
+      statusCode: null,
+      durationMs: 0,
+      excerpt: null,
+      error: 'private address refused (SSRF guard)',
+      retryAfterS: null,
+      aborted: false,
+    };
   const timeout = AbortSignal.timeout(timeoutMs);
   try {
     const res = await request(url, {
@@ -109,7 +116,8 @@ export async function sendAttempt(
       aborted: false,
     };
   } catch (err) {
-    if (shutdown.aborted) return { statusCode: null, durationMs: took(), excerpt: null, error: 'shutdown', retryAfterS: null, aborted: true };
+    if (shutdown.aborted)
+      return { statusCode: null, durationMs: took(), excerpt: null, error: 'shutdown', retryAfterS: null, aborted: true };
     const e = err as Error & { code?: string };
     const error = timeout.aborted
       ? `timeout after ${timeoutMs} ms`

@@ -6,7 +6,9 @@ import { BlockList, isIP } from 'node:net';
 import { invalid } from '../http/errors.js';
 import { textFor } from '../http/messages.es-AR.js';
 
-const blocked = new BlockList();
+// Two lists: Node's BlockList matches IPv4 addresses against IPv4-mapped IPv6 rules too.
+const blocked4 = new BlockList();
+const blocked6 = new BlockList();
 for (const [net, bits] of [
   ['0.0.0.0', 8], // "this" network
   ['10.0.0.0', 8],
@@ -20,7 +22,7 @@ for (const [net, bits] of [
   ['224.0.0.0', 4], // multicast
   ['240.0.0.0', 4], // reserved and broadcast
 ] as const)
-  blocked.addSubnet(net, bits, 'ipv4');
+  blocked4.addSubnet(net, bits, 'ipv4');
 for (const [net, bits] of [
   ['::', 128],
   ['::1', 128],
@@ -30,16 +32,14 @@ for (const [net, bits] of [
   ['::ffff:0:0', 96], // IPv4-mapped: never needed to reach a public server
   ['64:ff9b::', 96], // NAT64 can reach private IPv4
 ] as const)
-  blocked.addSubnet(net, bits, 'ipv6');
+  blocked6.addSubnet(net, bits, 'ipv6');
 
 /** True for addresses a webhook must never reach in production. */
 export function isPrivateAddress(ip: string): boolean {
   const v = isIP(ip);
-  if (v === 4) return blocked.check(ip, 'ipv4');
+  if (v === 4) return blocked4.check(ip, 'ipv4');
   if (v !== 6) return true;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (mapped?.[1]) return blocked.check(mapped[1], 'ipv4');
-  return blocked.check(ip, 'ipv6');
+  return blocked6.check(ip, 'ipv6');
 }
 
 /** Parses a webhook URL: http or https only (400 otherwise). */

@@ -93,7 +93,8 @@ describe('creating and sending a campaign (operator-api.md; api.md §3 "(sending
       delivered: 0,
       read: 0,
       failed: 0,
-      scheduledAt: null,
+      // A campaign sent at once is scheduled for its creation time (api.md §2: a timestamp).
+      scheduledAt: app.clock.now().toISOString(),
       startedAt: app.clock.now().toISOString(),
       completedAt: null,
       createdAt: app.clock.now().toISOString(),
@@ -287,7 +288,7 @@ describe('GET /campaigns and /campaigns/{id} (api.md §4; decisions.md "Endpoint
     const other = await app.createAccount();
     expect((await other.call('GET', `/campaigns/${ids[5]}`)).status).toBe(404);
     expect((await other.call('GET', '/campaigns')).body.data).toEqual([]);
-    expect((await acc.call('GET', '/campaigns/nope')).status).toBe(400);
+    expect((await acc.call('GET', '/campaigns/nope')).status).toBe(404);
   });
 });
 

@@ -300,8 +300,8 @@ describe('GET /pipelines/{id}/cases (decisions.md "Endpoints")', () => {
     expect(unknown.body).toEqual({ error: expect.any(String), cause: null });
     const other = await app.createAccount();
     expect((await other.call('GET', `/pipelines/${p.id}/cases`)).status).toBe(404);
-    // decisions (docs/decisions.md): an id that is not a UUID is a caller bug → 400.
-    expect((await acc.call('GET', '/pipelines/not-a-uuid/cases')).status).toBe(400);
+    // docs/decisions.md: a path id that is not a UUID names nothing in the account → 404.
+    expect((await acc.call('GET', '/pipelines/not-a-uuid/cases')).status).toBe(404);
   });
 
   it('GET /cases/{id} of another account → 404 (api.md §1)', async () => {

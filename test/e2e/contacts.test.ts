@@ -242,7 +242,7 @@ describe('GET /contacts and GET /contacts/{id} (decisions.md "Endpoints": cursor
     const res = await own.call('GET', `/contacts/${c.body.id}`);
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ error: expect.any(String), cause: null });
-    expect((await own.call('GET', '/contacts/not-a-uuid')).status).toBe(400);
+    expect((await own.call('GET', '/contacts/not-a-uuid')).status).toBe(404);
   });
 
   it('the OpenAPI document describes the contact routes', async () => {

@@ -157,7 +157,7 @@ describe('POST /messages (api.md §4)', () => {
     const sent = await acc.call('POST', '/messages', { to: freshPhone(), template: { id: t.id } });
     expect((await other.call('GET', `/messages/${sent.body.id}`)).status).toBe(404);
     expect((await acc.call('GET', `/messages/${newId()}`)).status).toBe(404);
-    expect((await acc.call('GET', '/messages/not-a-uuid')).status).toBe(400);
+    expect((await acc.call('GET', '/messages/not-a-uuid')).status).toBe(404);
   });
 });
 
@@ -195,17 +195,25 @@ describe('the 24-hour window (api.md §3, decisions.md "Channel")', () => {
     const acc = await app.createAccount();
     const to = freshPhone();
     const now = app.clock.now().getTime();
-    await app.inbound({ accountId: acc.id, from: to, text: 'hola', timestamp: new Date(now - 25 * 3600_000).toISOString() });
-    expect((await acc.call('POST', '/messages', { to, text: 'hola' })).status).toBe(409);
+    const wrote = await app.inbound({ accountId: acc.id, from: to, text: 'hola', timestamp: new Date(now - 25 * 3600_000).toISOString() });
+    expect(wrote.status).toBe(201);
+    const res = await acc.call('POST', '/messages', { to, text: 'hola' });
+    expect(res.status).toBe(409);
+    expect(res.body.error).toMatch(/24 horas/);
   });
 
   it('an older provider timestamp arriving late never shrinks the window', async () => {
     const acc = await app.createAccount();
     const to = freshPhone();
     const now = app.clock.now().getTime();
-    await app.inbound({ accountId: acc.id, from: to, text: 'hola', timestamp: new Date(now - 3600_000).toISOString() });
-    await app.inbound({ accountId: acc.id, from: to, text: 'viejo', timestamp: new Date(now - 30 * 3600_000).toISOString() });
+    const recent = await app.inbound({ accountId: acc.id, from: to, text: 'hola', timestamp: new Date(now - 3600_000).toISOString() });
+    const late = await app.inbound({ accountId: acc.id, from: to, text: 'viejo', timestamp: new Date(now - 30 * 3600_000).toISOString() });
+    expect([recent.status, late.status]).toEqual([201, 201]);
+    expect(late.body.conversationId).toBe(recent.body.conversationId);
     expect((await acc.call('POST', '/messages', { to, text: 'respuesta' })).status).toBe(201);
+    // The window still ends 24 h after the recent message, not the late one.
+    app.clock.advance(23 * 3600_000 + 1);
+    expect((await acc.call('POST', '/messages', { to, text: 'tarde' })).status).toBe(409);
   });
 
   it('opted-out contact (our decision): a template → 409; free text inside the window is still allowed', async () => {

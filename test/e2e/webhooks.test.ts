@@ -4,7 +4,7 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emitEvent } from '../../src/webhooks/outbox.js';
-import { type Receiver, type Received, startReceiver } from '../fakes/receiver.js';
+import { type Received, type Receiver, startReceiver } from '../fakes/receiver.js';
 import { startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 let app: TestApp;
@@ -137,7 +137,11 @@ describe('envelope (api.md §6)', () => {
     const res = await app.admin('POST', `/accounts/${acc.id}/webhooks/${wh.id}/test`);
     expect(res.status).toBe(202);
     const [got] = await r1.waitFor(1);
-    expect(got?.json).toMatchObject({ event: 'message.received', test: true, data: { type: 'text', contact: { phone: expect.any(String) } } });
+    expect(got?.json).toMatchObject({
+      event: 'message.received',
+      test: true,
+      data: { type: 'text', contact: { phone: expect.any(String) } },
+    });
     expect(new StandardWebhook(wh.secret).verify(got?.body ?? '', headersOf(got as Received))).toBeTruthy();
     await new Promise((x) => setTimeout(x, 100));
     expect(r2.received).toHaveLength(0);
@@ -317,6 +321,28 @@ describe('retries (decisions.md: "success = any 2xx … Retries after … ±20 %
     await settled(acc, wh.id, 'succeeded');
   });
 
+  it('a slow receiver does not starve the others (bounded concurrency per URL)', async () => {
+    const other = await startTestApp({ env: { WEBHOOK_TIMEOUT_MS: '10000' } });
+    const slow = await receiver({ hang: true });
+    try {
+      const slowAcc = await other.createAccount();
+      const slowHook = (await other.admin('POST', `/accounts/${slowAcc.id}/webhooks`, { url: slow.url })).body;
+      await Promise.all(Array.from({ length: 40 }, () => other.admin('POST', `/accounts/${slowAcc.id}/webhooks/${slowHook.id}/test`)));
+      await slow.waitFor(32);
+      const acc = await other.createAccount();
+      const r = await receiver();
+      expect((await other.admin('POST', `/accounts/${acc.id}/webhooks`, { url: r.url })).status).toBe(201);
+      await newContactOn(other, acc);
+      await r.waitFor(1);
+      // It arrived while the slow URL's first 32 attempts hang and the other 8 wait for a slot.
+      await new Promise((x) => setTimeout(x, 100));
+      expect(slow.received).toHaveLength(32);
+    } finally {
+      await slow.close(); // ends the hanging attempts, so close() need not wait for them
+      await other.close();
+    }
+  });
+
   it('a URL whose attempts all failed for 5 days is disabled; re-enabling replays its undelivered events', async () => {
     const acc = await app.createAccount();
     const r = await receiver({ status: 500 });
@@ -471,7 +497,14 @@ describe('SSRF guard (issue 4 "Safety")', () => {
     const prod = await startTestApp({ env: { ALLOW_PRIVATE_WEBHOOKS: 'off', WEBHOOK_TIMEOUT_MS: '400' }, workers: true });
     try {
       const acc = await prod.createAccount();
-      for (const url of ['http://127.0.0.1:8080/x', 'http://localhost/x', 'http://10.1.2.3/', 'http://169.254.169.254/latest', 'http://[::1]/', 'http://[::ffff:127.0.0.1]/']) {
+      for (const url of [
+        'http://127.0.0.1:8080/x',
+        'http://localhost/x',
+        'http://10.1.2.3/',
+        'http://169.254.169.254/latest',
+        'http://[::1]/',
+        'http://[::ffff:127.0.0.1]/',
+      ]) {
         const res = await prod.admin('POST', `/accounts/${acc.id}/webhooks`, { url });
         expect(res.status, url).toBe(400);
       }
@@ -482,7 +515,14 @@ describe('SSRF guard (issue 4 "Safety")', () => {
       for (const url of [`http://localhost:${port}/`, `http://127.0.0.1:${port}/`])
         await s.db
           .insertInto('webhooks')
-          .values({ id: crypto.randomUUID(), account_id: acc.id, url, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', created_at: s.clock.now(), updated_at: s.clock.now() })
+          .values({
+            id: crypto.randomUUID(),
+            account_id: acc.id,
+            url,
+            secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+            created_at: s.clock.now(),
+            updated_at: s.clock.now(),
+          })
           .execute();
       await newContactOn(prod, acc);
       const rows = await until(async () => {
@@ -504,27 +544,59 @@ async function newContactOn(a: TestApp, acc: TestAccount) {
   expect(res.status).toBe(201);
 }
 
-describe.skipIf(!process.env.DATABASE_URL)('several processes (decisions.md: "At-least-once"; issue 4: "several processes never send one attempt twice")', () => {
-  it('two processes on one PostgreSQL deliver each event exactly once', async () => {
-    const a = await startTestApp();
-    const b = await startTestApp({ sameDataAs: a });
-    try {
-      const acc = await a.createAccount();
-      const r = await receiver({ status: 200, delayMs: 5 });
-      const wh = await a.admin('POST', `/accounts/${acc.id}/webhooks`, { url: r.url });
-      expect(wh.status).toBe(201);
-      const N = 120;
-      for (let i = 0; i < N; i += 12)
-        await Promise.all(Array.from({ length: 12 }, (_, k) => newContactOn((i + k) % 2 ? a : b, acc)));
-      await r.waitFor(N, 15_000);
-      await new Promise((x) => setTimeout(x, 300));
-      expect(r.received).toHaveLength(N);
-      expect(new Set(r.received.map((x) => x.headers['webhook-id'])).size).toBe(N);
-      const attempts = await a.rt.services.db.selectFrom('webhook_attempts').select(a.rt.services.db.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      expect(Number(attempts.n)).toBe(N);
-    } finally {
-      await b.close();
-      await a.close();
+describe('graceful shutdown (issue 2: "finish in-flight requests"; the dispatcher stops with the runtime)', () => {
+  it('close() waits for an attempt in flight and records it', async () => {
+    const other = await startTestApp({ env: { WEBHOOK_TIMEOUT_MS: '3000' } });
+    const acc = await other.createAccount();
+    const r = await receiver({ status: 200, delayMs: 400 });
+    expect((await other.admin('POST', `/accounts/${acc.id}/webhooks`, { url: r.url })).status).toBe(201);
+    await newContactOn(other, acc);
+    await r.waitFor(1);
+    const t = Date.now();
+    await other.close();
+    expect(Date.now() - t).toBeGreaterThanOrEqual(300);
+    if (process.env.DATABASE_URL) {
+      const again = await startTestApp({ sameDataAs: other, workers: false });
+      try {
+        const rows = await again.rt.services.db
+          .selectFrom('webhook_deliveries')
+          .select(['status', 'attempts'])
+          .where('account_id', '=', acc.id)
+          .execute();
+        expect(rows).toEqual([{ status: 'succeeded', attempts: 1 }]);
+      } finally {
+        await again.close();
+      }
     }
   });
 });
+
+describe.skipIf(!process.env.DATABASE_URL)(
+  'several processes (decisions.md: "At-least-once"; issue 4: "several processes never send one attempt twice")',
+  () => {
+    it('two processes on one PostgreSQL deliver each event exactly once', async () => {
+      const a = await startTestApp();
+      const b = await startTestApp({ sameDataAs: a });
+      try {
+        const acc = await a.createAccount();
+        const r = await receiver({ status: 200, delayMs: 5 });
+        const wh = await a.admin('POST', `/accounts/${acc.id}/webhooks`, { url: r.url });
+        expect(wh.status).toBe(201);
+        const N = 120;
+        for (let i = 0; i < N; i += 12) await Promise.all(Array.from({ length: 12 }, (_, k) => newContactOn((i + k) % 2 ? a : b, acc)));
+        await r.waitFor(N, 15_000);
+        await new Promise((x) => setTimeout(x, 300));
+        expect(r.received).toHaveLength(N);
+        expect(new Set(r.received.map((x) => x.headers['webhook-id'])).size).toBe(N);
+        const attempts = await a.rt.services.db
+          .selectFrom('webhook_attempts')
+          .select(a.rt.services.db.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow();
+        expect(Number(attempts.n)).toBe(N);
+      } finally {
+        await b.close();
+        await a.close();
+      }
+    });
+  },
+);

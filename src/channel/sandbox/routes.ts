@@ -14,6 +14,26 @@ const FUTURE_SKEW_MS = 60_000;
 
 const IsoDate = z.iso.datetime({ offset: true });
 
+/** Unix seconds below this are seconds; above, milliseconds (1e11 s is the year 5138). */
+const SECONDS_UNTIL = 1e11;
+
+/**
+ * When the customer sent it: an ISO 8601 date, or unix seconds (the channel's own form, as a
+ * number or digits) or milliseconds. Normalised to the ISO form.
+ */
+const InboundTimestamp = z.union([z.string(), z.number()]).transform((v, ctx) => {
+  let ms = Number.NaN;
+  if (typeof v === 'number' || /^\d{1,16}$/.test(v)) {
+    const n = Number(v);
+    ms = n < SECONDS_UNTIL ? n * 1000 : n;
+  } else if (IsoDate.safeParse(v).success) ms = Date.parse(v);
+  if (!Number.isFinite(ms) || ms < 0 || ms > 8.64e15) {
+    ctx.addIssue({ code: 'custom', message: textFor('inbound_timestamp_invalid') });
+    return z.NEVER;
+  }
+  return new Date(ms).toISOString();
+});
+
 const InboundBody = z
   .object({
     accountId: Uuid,
@@ -22,7 +42,9 @@ const InboundBody = z
     text: z.string().max(4096).optional(),
     type: z.string().trim().min(1).max(40).default('text').describe('text, image, button, interactive, reaction, …'),
     name: z.string().max(200).optional().describe('Profile name'),
-    timestamp: IsoDate.optional().describe('When the customer sent it (default now; may be in the past)'),
+    timestamp: InboundTimestamp.optional().describe(
+      'When the customer sent it: ISO 8601 or unix seconds (default now; may be in the past)',
+    ),
     phoneNumberId: Uuid.optional().describe('The receiving number (default: the account default)'),
     wamid: z.string().trim().min(1).max(200).optional().describe('Provider message id (the same one twice is stored once)'),
     button: z

@@ -1,0 +1,440 @@
+// The newcomer flow and the CLI (issue 2: "Start like a product"; operator-api.md "CLI").
+//
+// The CLI runs as a real child process: `node --import tsx src/cli/main.ts …`. Not the built
+// dist/cli/main.js, on purpose: `npm test` in CI has no build step, a stale or half-written dist
+// (another process building at the same time) would test old code, and a tsc build inside the
+// test costs 20–45 s on a small machine. tsx runs the same sources on the same Node in one
+// process (signals reach the server directly). To check the built CLI instead (what `npm start`
+// runs), build first and set CHASQUI_TEST_DIST=1.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { listMigrations } from '../../src/db/migrate.js';
+import { ADMIN_TOKEN, request, startTestApp, type TestApp } from '../harness.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const USE_DIST = process.env.CHASQUI_TEST_DIST === '1';
+const CLI = USE_DIST ? [join(ROOT, 'dist/cli/main.js')] : ['--import', 'tsx', join(ROOT, 'src/cli/main.ts')];
+
+/** The environment of a newcomer: nothing of the test runner's database, Redis or token. */
+function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const k of ['DATABASE_URL', 'REDIS_URL', 'ADMIN_TOKEN', 'SEED_DEMO', 'PORT', 'HOST', 'DATA_DIR', 'CHASQUI_URL', 'NODE_ENV'])
+    delete env[k];
+  return { ...env, ...extra };
+}
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs one CLI command to its end. */
+function cli(args: string[], env: Record<string, string>): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [...CLI, ...args], { cwd: ROOT, env: cleanEnv(env), timeout: 30_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+interface Server_ {
+  proc: ChildProcess;
+  out: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Starts `chasqui serve` and resolves once the banner is complete (it is one write). */
+async function serve(env: Record<string, string>, until: RegExp): Promise<Server_ & { banner: string }> {
+  const proc = spawn(process.execPath, [...CLI, 'serve'], { cwd: ROOT, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  proc.stdout!.on('data', (d) => {
+    out += d;
+  });
+  proc.stderr!.on('data', (d) => {
+    err += d;
+  });
+  const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
+  const started = Date.now();
+  while (!until.test(out)) {
+    if (proc.exitCode !== null) throw new Error(`serve exited ${proc.exitCode}: ${err}`);
+    if (Date.now() - started > 60_000) throw new Error(`no banner in 60 s: ${out} ${err}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { proc, out: () => out, exited, banner: out };
+}
+
+/** Runs a printed curl line as the person would paste it (sh + curl), or as fetch without curl. */
+async function runCurl(line: string): Promise<{ status: number; body: any }> {
+  if (existsSync('/usr/bin/curl') || existsSync('/bin/curl')) {
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile('sh', ['-c', `${line} -w '\\n%{http_code}'`], (err, stdout) => (err ? reject(err) : resolve(stdout))),
+    );
+    const i = out.lastIndexOf('\n');
+    return { status: Number(out.slice(i + 1)), body: JSON.parse(out.slice(0, i)) };
+  }
+  // Minimal shell words: '…' and "…" quoting, as printed by the banner.
+  const words = [...line.matchAll(/'([^']*)'|"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2] ?? m[3] ?? '');
+  const headers: Record<string, string> = {};
+  let url = '';
+  let data: string | undefined;
+  let method: string | undefined;
+  for (let i = 1; i < words.length; i++) {
+    const w = words[i]!;
+    if (w === '-H') {
+      const [k, ...v] = words[++i]!.split(':');
+      headers[k!.trim()] = v.join(':').trim();
+    } else if (w === '-d') data = words[++i];
+    else if (w === '-X') method = words[++i];
+    else if (!w.startsWith('-')) url = w;
+  }
+  const res = await request(url, method ?? (data ? 'POST' : 'GET'), data, headers);
+  return { status: res.status, body: res.body };
+}
+
+const api = (base: string, key: string, method: string, path: string, body?: unknown) =>
+  request(`${base}/api/v1${path}`, method, body, { authorization: `Bearer ${key}` });
+
+describe('npm start: first start on an empty DATA_DIR, restart, SIGTERM', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'chasqui-cli-'));
+  const env = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', SANDBOX_AUTO_STATUS: 'off' };
+  let first: Awaited<ReturnType<typeof serve>>;
+  let base: string;
+  let key: string;
+  let demoAccountId: string;
+  let msToFirstCurl = 0;
+
+  afterAll(() => {
+    first?.proc.kill('SIGKILL');
+  });
+
+  it('prints where it listens, the operator token, the demo etk_live_ key and curl lines that work (GET /me 200, POST /messages 201)', async () => {
+    const t0 = Date.now();
+    first = await serve(env, /\/api\/v1\/messages.*\n/);
+    const banner = first.banner;
+    base = banner.match(/listening on (http:\/\/\S+)/)![1]!;
+    expect(banner).toContain(`PGlite in ${dataDir}/pglite`);
+    expect(banner).toMatch(/Operator token \(kept in .*admin-token\): adm_\S+/);
+    key = banner.match(/etk_live_[A-Za-z0-9_-]{32,}/)![0];
+    const curls = banner.split('\n').filter((l) => l.trim().startsWith('curl '));
+    expect(curls).toHaveLength(2);
+
+    const me = await runCurl(curls[0]!.trim());
+    msToFirstCurl = Date.now() - t0;
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ name: 'Demo', plan: 'escala' });
+    expect(me.body.phoneNumbers).toEqual([expect.objectContaining({ provider: 'sandbox', status: 'connected', default: true })]);
+    demoAccountId = me.body.id;
+
+    const sent = await runCurl(curls[1]!.trim());
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    expect(sent.body).toMatchObject({ status: 'sent', type: 'template' });
+    // The printed variables are exactly the seeded template's variables.
+    const printed = JSON.parse(curls[1]!.match(/-d '(.*)'$/)![1]!);
+    const templates = await api(base, key, 'GET', '/templates');
+    const tpl = templates.body.data.find((t: any) => t.id === printed.template.id);
+    expect(tpl.status).toBe('APPROVED');
+    expect(Object.keys(printed.template.variables).sort()).toEqual(tpl.variables.map((v: any) => v.name).sort());
+    expect(sent.body.template.variables).toEqual(printed.template.variables);
+    const got = await api(base, key, 'GET', `/messages/${sent.body.id}`);
+    expect(got.status).toBe(200);
+    console.info(`npm start → first successful curl: ${msToFirstCurl} ms (${USE_DIST ? 'dist' : 'tsx'})`);
+  }, 90_000);
+
+  it('the demo account has plan escala, two APPROVED templates and a pipeline with open/won/lost stages', async () => {
+    const templates = await api(base, key, 'GET', '/templates');
+    expect(templates.body.data).toHaveLength(2);
+    expect(templates.body.data.every((t: any) => t.status === 'APPROVED')).toBe(true);
+    const pipelines = await api(base, key, 'GET', '/pipelines');
+    expect(pipelines.body.data).toHaveLength(1);
+    expect(pipelines.body.data[0].stages.map((s: any) => s.kind)).toEqual(['open', 'won', 'lost']);
+    const docs = await fetch(`${base}/docs`);
+    expect(docs.status).toBe(200);
+  });
+
+  it('SIGTERM: stops accepting, finishes the in-flight request (201), exits 0 promptly', async () => {
+    const port = Number(new URL(base).port);
+    const body = JSON.stringify({ phone: '+54 9 11 5555-7777', name: 'En vuelo' });
+    const sock = connect(port, '127.0.0.1');
+    let answer = '';
+    sock.on('data', (d) => {
+      answer += d;
+    });
+    const closed = new Promise<void>((r) => sock.on('close', () => r()));
+    // Expect: 100-continue makes the server say when it has the request (headers parsed).
+    sock.write(
+      `POST /api/v1/contacts HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nExpect: 100-continue\r\n\r\n`,
+    );
+    while (!answer.includes('100 Continue')) await new Promise((r) => setTimeout(r, 10));
+    sock.write(body.slice(0, 10));
+
+    const t0 = Date.now();
+    first.proc.kill('SIGTERM');
+    // The listener closes: a new connection is refused while the old one is still served.
+    await expect
+      .poll(
+        () =>
+          new Promise<boolean>((resolve) => {
+            const c = connect(port, '127.0.0.1');
+            c.on('connect', () => {
+              c.destroy();
+              resolve(false);
+            });
+            c.on('error', () => resolve(true));
+          }),
+        { timeout: 10_000, interval: 50 },
+      )
+      .toBe(true);
+    sock.write(body.slice(10));
+    await closed;
+    expect(answer).toMatch(/HTTP\/1\.1 201 Created/);
+    expect(answer).toContain('"name":"En vuelo"');
+    const code = await first.exited;
+    const ms = Date.now() - t0;
+    expect(code).toBe(0);
+    expect(ms).toBeLessThan(10_000);
+    console.info(`SIGTERM → exit 0 in ${ms} ms with one in-flight request finished`);
+  }, 60_000);
+
+  it('restart on the same DATA_DIR: no second demo account, no key printed, a hint that makes a key', async () => {
+    const again = await serve(env, /Other accounts: .*\n/);
+    try {
+      expect(again.banner).not.toMatch(/Demo account created/);
+      expect(again.banner).not.toMatch(/etk_live_/);
+      const base2 = again.banner.match(/listening on (http:\/\/\S+)/)![1]!;
+      const hint = again.banner.split('\n').find((l) => /npx chasqui keys create/.test(l))!;
+      expect(hint).toContain(`keys create ${demoAccountId} `);
+      // Run the hint as printed (its env prefix and flags), through our CLI.
+      const words = hint.trim().split(/\s+/);
+      const envPrefix = Object.fromEntries(words.filter((w) => /^[A-Z_]+=/.test(w)).map((w) => w.split('=', 2) as [string, string]));
+      const args = words.slice(words.indexOf('chasqui') + 1);
+      const made = await cli(args, envPrefix);
+      expect(made.code, made.stderr).toBe(0);
+      const newKey = JSON.parse(made.stdout).key as string;
+      expect(newKey).toMatch(/^etk_live_/);
+      const me = await api(base2, newKey, 'GET', '/me');
+      expect(me.status).toBe(200);
+      expect(me.body.id).toBe(demoAccountId);
+      const accounts = await cli(['accounts', 'list', '--url', base2], { DATA_DIR: dataDir });
+      expect(JSON.parse(accounts.stdout).data).toHaveLength(1);
+      // The curl alternative of the hint works too.
+      const curlHint = again.banner.split('\n').find((l) => l.trim().startsWith('curl -s -X POST'))!;
+      const viaCurl = await runCurl(curlHint.trim());
+      expect(viaCurl.status).toBe(201);
+    } finally {
+      again.proc.kill('SIGTERM');
+      expect(await again.exited).toBe(0);
+    }
+  }, 90_000);
+});
+
+describe('chasqui migrate', () => {
+  const all = listMigrations().map((m) => m.version);
+
+  it('applies every migration to a fresh embedded database, then says it is up to date', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'chasqui-mig-'));
+    const first = await cli(['migrate'], { DATA_DIR: dataDir });
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout.trim()).toBe(`Applied: ${all.join(', ')}`);
+    const second = await cli(['migrate'], { DATA_DIR: dataDir });
+    expect(second.stdout.trim()).toBe('Database is up to date.');
+  }, 60_000);
+
+  it.skipIf(!inject('databaseUrl'))(
+    'applies every migration to a fresh PostgreSQL database (DATABASE_URL)',
+    async () => {
+      const baseUrl = inject('databaseUrl')!;
+      const name = `chasqui_mig_${Date.now().toString(36)}`;
+      const admin = new pg.Client({ connectionString: baseUrl });
+      await admin.connect();
+      await admin.query(`CREATE DATABASE ${name}`);
+      await admin.end();
+      const u = new URL(baseUrl);
+      u.pathname = `/${name}`;
+      const first = await cli(['migrate'], { DATABASE_URL: u.toString() });
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.stdout.trim()).toBe(`Applied: ${all.join(', ')}`);
+      const second = await cli(['migrate'], { DATABASE_URL: u.toString() });
+      expect(second.stdout.trim()).toBe('Database is up to date.');
+      const c = new pg.Client({ connectionString: u.toString() });
+      await c.connect();
+      const tables = await c.query(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public'`);
+      await c.end();
+      expect(tables.rows[0].n).toBeGreaterThan(10);
+      const cleanup = new pg.Client({ connectionString: baseUrl });
+      await cleanup.connect();
+      await cleanup.query(`DROP DATABASE ${name}`);
+      await cleanup.end();
+    },
+    60_000,
+  );
+});
+
+describe('operator commands against a running server (operator-api.md)', () => {
+  let app: TestApp;
+  let env: Record<string, string>;
+  let receiver: Server;
+  let received = 0;
+  const json = (r: Run) => {
+    expect(r.code, r.stderr).toBe(0);
+    return JSON.parse(r.stdout);
+  };
+
+  beforeAll(async () => {
+    app = await startTestApp();
+    env = { CHASQUI_URL: app.url, ADMIN_TOKEN };
+    receiver = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        received += 1;
+        res.end('ok');
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+  });
+  afterAll(async () => {
+    await app?.close();
+    receiver?.close();
+  });
+
+  it('accounts, keys, numbers and templates: what the CLI creates works on the public API', async () => {
+    const acc = json(await cli(['accounts', 'create', 'Tienda CLI', '--plan', 'escala'], env));
+    expect(acc).toMatchObject({ name: 'Tienda CLI', plan: 'escala' });
+    const key = json(await cli(['keys', 'create', acc.id, 'integracion'], env));
+    expect(key.key).toMatch(/^etk_live_/);
+    const pn = json(await cli(['numbers', 'add', acc.id, '+54 9 11 4444-0000', '--name', 'Principal', '--provider', 'sandbox'], env));
+    expect(pn).toMatchObject({ phone: '5491144440000', status: 'connected', default: true });
+    const tpl = json(
+      await cli(
+        ['templates', 'add', acc.id, 'bienvenida', '--category', 'UTILITY', '--body', 'Hola {{nombre}}', '--var', 'nombre:Nombre=Ana'],
+        env,
+      ),
+    );
+    expect(tpl).toMatchObject({ status: 'PENDING', variables: [{ name: 'nombre', label: 'Nombre', example: 'Ana' }] });
+    const approved = json(await cli(['templates', 'update', acc.id, tpl.id, '--status', 'APPROVED'], env));
+    expect(approved.status).toBe('APPROVED');
+    const sent = await app.api(key.key, 'POST', '/messages', {
+      to: '+54 9 11 4444-2222',
+      template: { id: tpl.id, variables: { nombre: 'Eva' } },
+    });
+    expect(sent.status).toBe(201);
+    // The sandbox provider reports a status: the real status machine moves it.
+    const st = await cli(['sandbox', 'status', sent.body.wamid, 'delivered'], env);
+    expect(st.code, st.stderr).toBe(0);
+    expect((await app.api(key.key, 'GET', `/messages/${sent.body.id}`)).body.status).toBe('delivered');
+
+    const updated = json(await cli(['accounts', 'update', acc.id, '--limits', '{"contacts": 5}'], env));
+    expect(updated.limits.contacts).toBe(5);
+    const got = json(await cli(['accounts', 'get', acc.id], env));
+    expect(got.phoneNumbers).toHaveLength(1);
+    const keys = json(await cli(['keys', 'list', acc.id], env));
+    expect(keys.data.map((k: any) => k.id)).toContain(key.id);
+    expect(JSON.stringify(keys)).not.toContain(key.key);
+
+    const del = await cli(['templates', 'delete', acc.id, tpl.id], env);
+    expect(del).toMatchObject({ code: 0, stdout: '' });
+    const revoke = await cli(['keys', 'revoke', acc.id, key.id], env);
+    expect(revoke.code).toBe(0);
+    expect((await app.api(key.key, 'GET', '/me')).status).toBe(401);
+  }, 120_000);
+
+  it('pipelines, sandbox inbound and cases close/reason; campaigns create; jobs run', async () => {
+    const acc = await app.createAccount();
+    const p = json(
+      await cli(
+        ['pipelines', 'create', acc.id, 'Soporte', '--stage', 'Abierto:open', '--stage', 'Resuelto:won', '--stage', 'Perdido:lost'],
+        env,
+      ),
+    );
+    expect(p.stages.map((s: any) => s.kind)).toEqual(['open', 'won', 'lost']);
+    const inbound = json(await cli(['sandbox', 'inbound', acc.id, '+54 9 11 4444-1111', 'Hola, quiero info', '--name', 'Beto'], env));
+    expect(inbound).toMatchObject({ contactId: expect.any(String), conversationId: expect.any(String) });
+    const cases = await acc.call('GET', `/pipelines/${p.id}/cases`);
+    expect(cases.body.data).toHaveLength(1);
+    const caseId = cases.body.data[0].id;
+    const reasoned = json(await cli(['cases', 'reason', acc.id, caseId, 'Consulta de precio', '--by-id', 'u1', '--by-name', 'Ana'], env));
+    expect(reasoned).toMatchObject({ reasonSource: 'person', reasonSetBy: { id: 'u1', name: 'Ana' } });
+    const closed = json(await cli(['cases', 'close', acc.id, caseId], env));
+    expect(closed).toMatchObject({ status: 'closed', closeReason: 'manual' });
+
+    const tpl = await app.admin('POST', `/accounts/${acc.id}/templates`, {
+      name: 'promo',
+      category: 'MARKETING',
+      body: 'Hola {{nombre}}',
+      variables: [{ name: 'nombre', label: 'Nombre', example: 'Ana' }],
+      status: 'APPROVED',
+    });
+    const campaign = json(await cli(['campaigns', 'create', acc.id, 'Promo CLI', tpl.body.id, '--var', 'nombre=cliente'], env));
+    expect(campaign).toMatchObject({ name: 'Promo CLI' });
+    const ran = json(await cli(['jobs', 'run', 'case-timeouts'], env));
+    expect(ran).toMatchObject({ ran: 'case-timeouts', changed: expect.any(Number) });
+  }, 120_000);
+
+  it('webhooks add/list/update/test/rotate-secret/deliveries/delete', async () => {
+    const acc = await app.createAccount();
+    const url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks`;
+    const wh = json(await cli(['webhooks', 'add', acc.id, url, '--events', 'message.received,message.status'], env));
+    expect(wh).toMatchObject({ url, events: ['message.received', 'message.status'], enabled: true });
+    expect(wh.secret).toMatch(/^whsec_/);
+    expect(json(await cli(['webhooks', 'list', acc.id], env)).data).toHaveLength(1);
+    const test = await cli(['webhooks', 'test', acc.id, wh.id], env);
+    expect(test.code, test.stderr).toBe(0);
+    json(await cli(['jobs', 'run', 'webhooks'], env));
+    const deliveries = json(await cli(['webhooks', 'deliveries', acc.id, wh.id, '--limit', '10'], env));
+    expect(deliveries.data).toHaveLength(1);
+    expect(deliveries.data[0]).toMatchObject({ event: 'message.received', status: 'succeeded' });
+    expect(received).toBeGreaterThan(0);
+    const one = json(await cli(['webhooks', 'deliveries', acc.id, wh.id, deliveries.data[0].id], env));
+    expect(one.attemptLog.length).toBeGreaterThan(0);
+    const rotated = json(await cli(['webhooks', 'rotate-secret', acc.id, wh.id], env));
+    expect(rotated.secret).toMatch(/^whsec_/);
+    expect(rotated.secret).not.toBe(wh.secret);
+    const off = json(await cli(['webhooks', 'update', acc.id, wh.id, '--disable', '--events', 'all'], env));
+    expect(off).toMatchObject({ enabled: false, events: null });
+    expect(await cli(['webhooks', 'delete', acc.id, wh.id], env)).toMatchObject({ code: 0, stdout: '' });
+    expect(json(await cli(['webhooks', 'list', acc.id], env)).data).toHaveLength(0);
+  }, 120_000);
+
+  it('a server error is printed as the server wrote it, exit code 1', async () => {
+    const missing = '0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3e';
+    const r = await cli(['accounts', 'get', missing], env);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    const direct = await fetch(`${app.url}/admin/v1/accounts/${missing}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(r.stderr).toBe(`${await direct.text()}\n`);
+    expect(JSON.parse(r.stderr).error).toBe('No existe esa cuenta.');
+    // Validation errors too (Spanish, with the path).
+    const bad = await cli(['accounts', 'create', 'X', '--plan', 'gratis'], env);
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(JSON.parse(bad.stderr).error.message)[0].path).toEqual(['plan']);
+  }, 60_000);
+
+  it('server and token: --url/--token flags, DATA_DIR/admin-token, and clear errors without them', async () => {
+    const viaFlags = await cli(['accounts', 'list', '--url', app.url, '--token', ADMIN_TOKEN], {});
+    expect(viaFlags.code, viaFlags.stderr).toBe(0);
+    const dir = mkdtempSync(join(tmpdir(), 'chasqui-tok-'));
+    writeFileSync(join(dir, 'admin-token'), `${ADMIN_TOKEN}\n`);
+    const viaFile = await cli(['accounts', 'list'], { DATA_DIR: dir, CHASQUI_URL: app.url });
+    expect(viaFile.code, viaFile.stderr).toBe(0);
+    expect(JSON.parse(viaFile.stdout).data.length).toBeGreaterThan(0);
+
+    const wrong = await cli(['accounts', 'list', '--token', 'not-the-token-0123456789'], { CHASQUI_URL: app.url });
+    expect(wrong.code).toBe(1);
+    expect(JSON.parse(wrong.stderr).error).toMatch(/token de operador/);
+    const none = await cli(['accounts', 'list'], { DATA_DIR: mkdtempSync(join(tmpdir(), 'chasqui-none-')), CHASQUI_URL: app.url });
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/ADMIN_TOKEN/);
+    const down = await cli(['accounts', 'list', '--url', 'http://127.0.0.1:9', '--token', 'x'], {});
+    expect(down.code).toBe(1);
+    expect(down.stderr).toMatch(/Could not reach Chasqui/);
+  }, 60_000);
+});
