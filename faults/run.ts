@@ -149,7 +149,10 @@ async function postgresDown() {
     await proxy.cut();
     const t0 = Date.now();
     await sleep(1500);
-    const ready = await call(server.url, 'GET', '/readyz');
+    const ready = await call(server.url, 'GET', '/readyz').catch((err) => {
+      console.log(`server output:\n${server.output().slice(-4000)}`);
+      throw err;
+    });
     const during = await call(server.url, 'POST', '/api/v1/contacts', { phone: phone(2) }, { authorization: `Bearer ${acc.key}` });
     await sleep(2500);
     await proxy.restore();

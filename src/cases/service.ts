@@ -197,14 +197,21 @@ export async function listPipelineCases(
   pipelineId: string,
   q: CaseListQuery,
 ): Promise<{ data: CaseView[]; hasMore: boolean; nextOffset: number }> {
-  let query = casesQuery(db).where('cases.pipeline_id', '=', pipelineId);
-  if (q.stage) query = query.where('cases.stage_id', '=', q.stage);
-  if (q.status !== 'all') query = query.where('cases.status', '=', q.status);
-  const rows = await query
+  // The page is cut on `cases` alone (the pipeline index walks the offset without touching
+  // other tables), then only its rows are joined with contact, pipeline and stage: joining
+  // first made PostgreSQL hash-join the whole pipeline before skipping the offset.
+  let ids = db.selectFrom('cases').select('cases.id').where('cases.pipeline_id', '=', pipelineId);
+  if (q.stage) ids = ids.where('cases.stage_id', '=', q.stage);
+  if (q.status !== 'all') ids = ids.where('cases.status', '=', q.status);
+  const pageIds = ids
     .orderBy('cases.opened_at', 'desc')
     .orderBy('cases.id', 'desc')
     .limit(q.limit + 1)
-    .offset(q.offset)
+    .offset(q.offset);
+  const rows = await casesQuery(db)
+    .where('cases.id', 'in', pageIds)
+    .orderBy('cases.opened_at', 'desc')
+    .orderBy('cases.id', 'desc')
     .execute();
   const hasMore = rows.length > q.limit;
   const data = (hasMore ? rows.slice(0, q.limit) : rows).map(caseView);

@@ -38,8 +38,15 @@ export async function openDatabase(database: Config['database'], opts: OpenOptio
       connectionTimeoutMillis: 5_000,
       idleTimeoutMillis: 30_000,
     });
-    // A dropped connection must not crash the process: the pool replaces it.
+    // A dropped connection must not crash the process: the pool replaces it. `error` on the pool
+    // covers idle clients only; a client checked out between two queries (inside a transaction)
+    // emits it on itself, which would be an unhandled 'error' event and kill the process when
+    // PostgreSQL restarts (found by `npm run faults`). The query in flight still fails, and the
+    // request answers 503.
     pool.on('error', () => {});
+    pool.on('connect', (client) => {
+      client.on('error', () => {});
+    });
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, kind: 'postgres', pool, close: () => db.destroy() };
   }
