@@ -479,7 +479,7 @@ async function webhookFigures() {
     url: `${server.url}/api/v1/contacts`,
     method: 'POST',
     duration: DURATION,
-    connections: 16,
+    connections: 64,
     overallRate: 500,
     headers: { authorization: `Bearer ${keyed.key}`, 'content-type': 'application/json' },
     requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ phone: nextPhone(4) }) }) }],
