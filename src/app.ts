@@ -60,7 +60,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     reply.header('X-Request-Id', req.id);
     // `Content-Type: application/json` with an empty body (many clients send it on body-less
     // POSTs) is no body: routes with an optional body act, routes that need one answer the usual
-    // validation 400 naming the missing fields (admin/optional-body.ts did this per route).
+    // validation 400 naming the missing fields.
     const h = req.raw.headers;
     if (h['content-length'] === '0' && h['transfer-encoding'] === undefined) delete h['content-type'];
   });

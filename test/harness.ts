@@ -33,6 +33,8 @@ export interface TestApp {
   createAccount(opts?: { plan?: string; limits?: Record<string, number | null>; name?: string }): Promise<TestAccount>;
   /** A customer writes through the sandbox (runs the real inbound path). */
   inbound<T = any>(body: Record<string, unknown>): Promise<Res<T>>;
+  /** The account's outbox events (optionally of one kind), oldest first. */
+  events(accountId: string, kind?: string): Promise<{ kind: string; data: any }[]>;
   close(): Promise<void>;
 }
 
@@ -123,6 +125,11 @@ export async function startTestApp(opts: StartOptions = {}): Promise<TestApp> {
     api: (key, method, path, body, headers = {}) =>
       request(`${url}/api/v1${path}`, method, body, { ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers }),
     inbound: (body) => app.admin('POST', '/sandbox/inbound', body),
+    async events(accountId, kind) {
+      let q = rt.services.db.selectFrom('events').select(['kind', 'data']).where('account_id', '=', accountId);
+      if (kind) q = q.where('kind', '=', kind);
+      return q.orderBy('created_at').orderBy('id').execute();
+    },
     async createAccount(o = {}) {
       const acc = await app.admin('POST', '/accounts', {
         name: o.name ?? 'Tienda de prueba',

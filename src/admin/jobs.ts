@@ -3,17 +3,12 @@ import { z } from 'zod';
 import { ApiError } from '../http/errors.js';
 import type { RoutesFn } from '../http/schemas.js';
 import { runJob } from '../jobs/scheduler.js';
-import { emptyBodyIsNoBody } from './optional-body.js';
 
 export const jobAdminRoutes: RoutesFn = (app, s) => {
-  app.post(
-    '/jobs/:name/run',
-    { schema: { tags: ['Operator'], params: z.object({ name: z.string() }) }, preParsing: emptyBodyIsNoBody },
-    async (req) => {
-      // Waits for a scheduled run of the same job in progress, then runs: `changed` is this run's.
-      const changed = await runJob(s, req.params.name, { wait: true });
-      if (changed === null) throw new ApiError('job_not_found');
-      return { ran: req.params.name, changed };
-    },
-  );
+  app.post('/jobs/:name/run', { schema: { tags: ['Operator'], params: z.object({ name: z.string() }) } }, async (req) => {
+    // Waits for a scheduled run of the same job in progress, then runs: `changed` is this run's.
+    const changed = await runJob(s, req.params.name, { wait: true });
+    if (changed === null) throw new ApiError('job_not_found');
+    return { ran: req.params.name, changed };
+  });
 };

@@ -1,7 +1,6 @@
 // Operator API: campaigns (operator-api.md, "Pipelines, cases, campaigns").
 import { z } from 'zod';
 import { accountOr404 } from '../accounts/admin-routes.js';
-import { emptyBodyIsNoBody } from '../admin/optional-body.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { CampaignInput, campaignView, cancelCampaign, createCampaign, getCampaign, listCampaigns } from './service.js';
 
@@ -23,12 +22,8 @@ export const campaignAdminRoutes: RoutesFn = (app, s) => {
     return campaignView(await getCampaign(s.db, req.params.id, req.params.campaignId));
   });
 
-  app.post(
-    '/accounts/:id/campaigns/:campaignId/cancel',
-    { schema: { tags: ['Operator'], params: CampaignParams }, preParsing: emptyBodyIsNoBody },
-    async (req) => {
-      await accountOr404(s, req.params.id);
-      return cancelCampaign(s, req.params.id, req.params.campaignId);
-    },
-  );
+  app.post('/accounts/:id/campaigns/:campaignId/cancel', { schema: { tags: ['Operator'], params: CampaignParams } }, async (req) => {
+    await accountOr404(s, req.params.id);
+    return cancelCampaign(s, req.params.id, req.params.campaignId);
+  });
 };

@@ -1,7 +1,6 @@
 // Operator API: pipelines, case close, reason and outcome by a person (operator-api.md).
 import { z } from 'zod';
 import { accountOr404 } from '../accounts/admin-routes.js';
-import { emptyBodyIsNoBody } from '../admin/optional-body.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { createPipeline, listPipelines, PipelineInput } from './pipelines.js';
 import { OutcomeBody } from './routes.js';
@@ -30,7 +29,7 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
   app.post(
     '/accounts/:id/cases/:caseId/close',
     // {by?}: the whole body is optional (Fastify hands a missing body to validation as null).
-    { schema: { tags: ['Operator'], params: CaseParams, body: z.object({ by: By.optional() }).nullish() }, preParsing: emptyBodyIsNoBody },
+    { schema: { tags: ['Operator'], params: CaseParams, body: z.object({ by: By.optional() }).nullish() } },
     async (req) => {
       await accountOr404(s, req.params.id);
       return closeManually(s, req.params.id, req.params.caseId, req.body?.by ?? null);

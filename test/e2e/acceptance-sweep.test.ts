@@ -21,17 +21,7 @@ const freshPhone = () => {
   return `+54911${String(30 + (process.pid % 60)).padStart(2, '0')}${String(seq % 100).padStart(2, '0')}${2000 + seq}`;
 };
 
-const events = async (accountId: string, kind: string) =>
-  (
-    await app.rt.services.db
-      .selectFrom('events')
-      .selectAll()
-      .where('account_id', '=', accountId)
-      .where('kind', '=', kind)
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute()
-  ).map((e) => e.data as any);
+const events = async (accountId: string, kind: string) => (await app.events(accountId, kind)).map((e) => e.data);
 
 async function approvedTemplate(acc: TestAccount, category = 'UTILITY') {
   seq += 1;

@@ -20,17 +20,7 @@ const phone = (last4?: string) => {
   return `549114${process.pid % 10}${String(seq % 100).padStart(2, '0')}${last4 ?? String(5000 + (seq % 5000))}`;
 };
 
-const events = async (accountId: string, kind: string) =>
-  (
-    await app.rt.services.db
-      .selectFrom('events')
-      .selectAll()
-      .where('account_id', '=', accountId)
-      .where('kind', '=', kind)
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute()
-  ).map((e) => e.data as any);
+const events = async (accountId: string, kind: string) => (await app.events(accountId, kind)).map((e) => e.data);
 
 async function template(acc: TestAccount, category = 'UTILITY', status = 'APPROVED') {
   seq += 1;

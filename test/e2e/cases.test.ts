@@ -19,11 +19,7 @@ const freshPhone = () => {
   return `+54911${String(70000000 + (process.pid % 1000) * 100 + seq).slice(-8)}`;
 };
 
-const events = async (accountId: string, kind?: string) => {
-  let q = app.rt.services.db.selectFrom('events').selectAll().where('account_id', '=', accountId);
-  if (kind) q = q.where('kind', '=', kind);
-  return (await q.orderBy('created_at').orderBy('id').execute()).map((e) => ({ kind: e.kind, data: e.data as any }));
-};
+const events = (accountId: string, kind?: string) => app.events(accountId, kind);
 
 const SALES = {
   name: 'Ventas',

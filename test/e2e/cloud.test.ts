@@ -104,16 +104,7 @@ function postWebhook(payload: unknown, secret: string | null, tamper?: (raw: str
   return request(`${app.url}/channels/whatsapp/webhook`, 'POST', tamper ? tamper(raw) : raw, headers);
 }
 
-async function events(accountId: string, kind?: string): Promise<{ kind: string; data: any }[]> {
-  let q = app.rt.services.db
-    .selectFrom('events')
-    .select(['kind', 'data'])
-    .where('account_id', '=', accountId)
-    .orderBy('created_at')
-    .orderBy('id');
-  if (kind) q = q.where('kind', '=', kind);
-  return q.execute();
-}
+const events = (accountId: string, kind?: string) => app.events(accountId, kind);
 
 /** A customer writes first (opens the 24-hour window); returns the customer's phone. */
 async function customerWrites(n: CloudNumber, text = 'Hola, ¿tienen stock?'): Promise<string> {

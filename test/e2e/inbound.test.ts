@@ -20,11 +20,7 @@ const next = () => {
 const freshPhone = () => `+54911${String(60000000 + (process.pid % 1000) * 100 + next() * 10).slice(-8)}`;
 const digits = (p: string) => p.replace(/\D/g, '');
 
-const events = async (accountId: string, kind?: string) => {
-  let q = app.rt.services.db.selectFrom('events').selectAll().where('account_id', '=', accountId);
-  if (kind) q = q.where('kind', '=', kind);
-  return (await q.orderBy('created_at').orderBy('id').execute()).map((e) => ({ kind: e.kind, data: e.data as any }));
-};
+const events = (accountId: string, kind?: string) => app.events(accountId, kind);
 
 describe('inbound messages (operator-api.md "Sandbox channel")', () => {
   it('→ 201 {messageId, contactId, conversationId}; contact.created source "inbound" once, message.received with the decisions.md keys', async () => {

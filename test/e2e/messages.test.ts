@@ -41,11 +41,7 @@ async function template(acc: TestAccount, o: { category?: string; status?: strin
   return res.body as { id: string; name: string };
 }
 
-const events = async (accountId: string, kind?: string) => {
-  let q = app.rt.services.db.selectFrom('events').selectAll().where('account_id', '=', accountId);
-  if (kind) q = q.where('kind', '=', kind);
-  return q.orderBy('created_at').orderBy('id').execute();
-};
+const events = (accountId: string, kind?: string) => app.events(accountId, kind);
 
 const status = (wamid: string, st: string, code?: number) =>
   app.admin('POST', '/sandbox/status', { wamid, status: st, ...(code !== undefined ? { code } : {}) });

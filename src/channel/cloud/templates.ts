@@ -5,6 +5,7 @@ import type { PhoneNumberRow, TemplateRow, TemplateVariable } from '../../db/typ
 import { ApiError } from '../../http/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { Services } from '../../services.js';
+import { templateView } from '../../templates/service.js';
 import { providerErrorFrom } from './errors.js';
 import type { GraphClient } from './graph.js';
 import { type ParsedTemplateUpdate, type TemplateStatus, templateStatusFrom } from './payload.js';
@@ -74,19 +75,8 @@ export function mapGraphTemplate(t: GraphTemplate): MappedTemplate | null {
   };
 }
 
-/** The template as the API shows it (decisions.md "Template"). */
-export const syncedTemplateView = (t: TemplateRow) => ({
-  id: t.id,
-  name: t.name,
-  category: t.category,
-  language: t.language,
-  status: t.status,
-  body: t.body,
-  variables: t.variables.map((v) => ({ name: v.name, label: v.label, example: v.example })),
-  externalId: t.external_id,
-  createdAt: t.created_at.toISOString(),
-  updatedAt: t.updated_at.toISOString(),
-});
+/** The template as the API shows it (decisions.md "Template"), with Meta's template id. */
+export const syncedTemplateView = (t: TemplateRow) => ({ ...templateView(t), externalId: t.external_id });
 
 /** Every template of one WABA, following `paging.next` (only on Graph's own origin: the token goes with it). */
 export async function fetchWabaTemplates(graph: GraphClient, wabaId: string, token: string): Promise<GraphTemplate[]> {
