@@ -2,11 +2,13 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/index.js';
 import { newId } from '../lib/ids.js';
+import { DELIVERY_QUOTA_RESOURCE } from './outbox.js';
 
 export interface Claimed {
   id: string;
   event_id: string;
   webhook_id: string;
+  account_id: string;
   attempts: number;
   schedule_start: number;
   next_trigger: string;
@@ -18,6 +20,10 @@ export interface Claimed {
   data: string;
   test: boolean;
   event_created_at: Date;
+  /** When the delivery was queued, and its account's plan and limits (see countsAtFirstAttempt). */
+  queued_at: Date;
+  plan: string;
+  limits: Record<string, number | null>;
 }
 
 /**
@@ -36,11 +42,11 @@ export async function claimDue(db: Db, now: Date, leaseUntil: Date, n: number, s
       ORDER BY d2.next_attempt_at
       LIMIT ${n}
       FOR UPDATE OF d2 SKIP LOCKED
-    ) due, events e, webhooks w
-    WHERE d.id = due.id AND e.id = d.event_id AND w.id = d.webhook_id
-    RETURNING d.id, d.event_id, d.webhook_id, d.attempts, d.schedule_start, d.next_trigger, w.url, w.secret,
+    ) due, events e, webhooks w, accounts a
+    WHERE d.id = due.id AND e.id = d.event_id AND w.id = d.webhook_id AND a.id = d.account_id
+    RETURNING d.id, d.event_id, d.webhook_id, d.account_id, d.attempts, d.schedule_start, d.next_trigger, w.url, w.secret,
       w.previous_secret, w.previous_secret_expires_at, e.kind, e.data::text AS data, e.test,
-      e.created_at AS event_created_at`.execute(db);
+      e.created_at AS event_created_at, d.created_at AS queued_at, a.plan, a.limits`.execute(db);
   return r.rows;
 }
 
@@ -69,49 +75,34 @@ export interface AttemptResult {
   nextAttemptAt: Date | null;
   /** 410 Gone: the receiver asked us to stop. */
   gone: boolean;
+  accountId: string;
+  /**
+   * The quota month (its start) this delivery counts in when its first attempt is recorded;
+   * null when it was counted as it was queued (accounts with a delivery limit).
+   */
+  countIn: Date | null;
 }
 
 /** A URL whose attempts have all failed for this long is disabled (decisions.md). */
 export const FAILING_DISABLE_MS = 5 * 24 * 60 * 60 * 1000;
 
-/** Records a batch of finished attempts in one transaction. */
+/**
+ * Records a batch of finished attempts. The usual batch (every URL answered 2xx) is one
+ * statement, atomic on its own: under load each round trip costs more than the rows it writes,
+ * and a transaction made it five (BEGIN, three statements, COMMIT).
+ */
 export async function recordAttempts(db: Db, results: AttemptResult[], now: Date): Promise<void> {
   if (results.length === 0) return;
   const ok = new Set(results.filter((r) => r.status === 'succeeded').map((r) => r.webhookId));
   const failing = [...new Set(results.filter((r) => r.status !== 'succeeded').map((r) => r.webhookId))].filter((w) => !ok.has(w));
   const gone = [...new Set(results.filter((r) => r.gone).map((r) => r.webhookId))];
-  const uuids = (ids: Iterable<string>) => sql.join([...ids].map((w) => sql`${w}::uuid`));
+  if (failing.length === 0 && gone.length === 0) {
+    await sql`WITH ${attemptsAndDeliveries(results, now)}, healthy AS (${clearFailing(ok)}) SELECT 1`.execute(db);
+    return;
+  }
   await db.transaction().execute(async (trx) => {
-    await trx
-      .insertInto('webhook_attempts')
-      .values(
-        results.map((r) => ({
-          id: newId(),
-          delivery_id: r.deliveryId,
-          attempt_number: r.attemptNumber,
-          trigger: r.trigger as 'scheduled' | 'manual',
-          status_code: r.statusCode,
-          duration_ms: r.durationMs,
-          response_excerpt: r.excerpt,
-          error: r.error,
-          created_at: r.at,
-        })),
-      )
-      .execute();
-    // Only the holder of the lease moves the delivery (a lease taken over after expiry wins).
-    await sql`
-      UPDATE webhook_deliveries d SET status = v.status, attempts = d.attempts + 1, last_attempt_at = v.at,
-        last_status_code = v.code, next_attempt_at = v.next_at, lease_until = NULL, next_trigger = 'scheduled',
-        updated_at = ${now}
-      FROM (VALUES ${sql.join(
-        results.map(
-          (r) =>
-            sql`(${r.deliveryId}::uuid, ${r.lease}::timestamptz, ${r.status}, ${r.statusCode}::int, ${r.nextAttemptAt}::timestamptz, ${r.at}::timestamptz)`,
-        ),
-      )}) AS v(id, lease, status, code, next_at, at)
-      WHERE d.id = v.id AND d.lease_until = v.lease`.execute(trx);
-    if (ok.size > 0)
-      await sql`UPDATE webhooks SET failing_since = NULL WHERE id IN (${uuids(ok)}) AND failing_since IS NOT NULL`.execute(trx);
+    await sql`WITH ${attemptsAndDeliveries(results, now)} SELECT 1`.execute(trx);
+    if (ok.size > 0) await clearFailing(ok).execute(trx);
     if (failing.length > 0) {
       await sql`UPDATE webhooks SET failing_since = ${now} WHERE id IN (${uuids(failing)}) AND failing_since IS NULL`.execute(trx);
       await sql`
@@ -124,4 +115,44 @@ export async function recordAttempts(db: Db, results: AttemptResult[], now: Date
           updated_at = ${now}
         WHERE id IN (${uuids(gone)})`.execute(trx);
   });
+}
+
+const uuids = (ids: Iterable<string>) => sql.join([...ids].map((w) => sql`${w}::uuid`));
+
+/** A URL that answered 2xx is no longer failing (a no-op for the usual healthy URL). */
+function clearFailing(ok: Set<string>) {
+  return ok.size > 0
+    ? sql`UPDATE webhooks SET failing_since = NULL WHERE id IN (${uuids(ok)}) AND failing_since IS NOT NULL`
+    : sql`SELECT 1`;
+}
+
+/** CTEs: the attempt log rows, and the deliveries moved on (only by the holder of the lease). */
+function attemptsAndDeliveries(results: AttemptResult[], now: Date) {
+  const values = sql.join(
+    results.map(
+      (r) =>
+        sql`(${newId()}::uuid, ${r.deliveryId}::uuid, ${r.attemptNumber}::int, ${r.trigger}, ${r.statusCode}::int, ${r.durationMs}::int,
+          ${r.excerpt}::text, ${r.error}::text, ${r.at}::timestamptz, ${r.lease}::timestamptz, ${r.status}, ${r.nextAttemptAt}::timestamptz,
+          ${r.accountId}::uuid, ${r.countIn}::timestamptz)`,
+    ),
+  );
+  return sql`v (id, delivery_id, attempt_number, trigger, code, duration_ms, excerpt, error, at, lease, status, next_at, account_id, count_in) AS (
+      VALUES ${values}),
+    logged AS (
+      INSERT INTO webhook_attempts (id, delivery_id, attempt_number, trigger, status_code, duration_ms, response_excerpt, error, created_at)
+      SELECT id, delivery_id, attempt_number, trigger, code, duration_ms, excerpt, error, at FROM v),
+    moved AS (
+      -- A lease taken over after expiry wins: this holder no longer moves the delivery.
+      UPDATE webhook_deliveries d SET status = v.status, attempts = d.attempts + 1, last_attempt_at = v.at,
+        last_status_code = v.code, next_attempt_at = v.next_at, lease_until = NULL, next_trigger = 'scheduled',
+        updated_at = ${now}
+      FROM v WHERE d.id = v.delivery_id AND d.lease_until = v.lease
+      RETURNING d.id, d.attempts),
+    counted AS (
+      -- A delivery moves from 0 to 1 attempt once, whoever records it: counted exactly once.
+      INSERT INTO usage_counters (account_id, period_start, resource, count)
+      SELECT v.account_id, v.count_in, ${DELIVERY_QUOTA_RESOURCE}::text, count(*)::int FROM moved JOIN v ON v.delivery_id = moved.id
+      WHERE moved.attempts = 1 AND v.count_in IS NOT NULL
+      GROUP BY v.account_id, v.count_in ORDER BY v.account_id
+      ON CONFLICT (account_id, period_start, resource) DO UPDATE SET count = usage_counters.count + excluded.count)`;
 }

@@ -49,9 +49,21 @@ export function eventDataJson(data: Record<string, unknown>): string {
 }
 
 /**
+ * Whether an account's deliveries are counted when their first attempt is recorded instead of
+ * when queued: accounts without a monthly delivery limit (no quota to check; api.md lets the
+ * usage counter lag up to half a minute). The first attempt follows at once, so the count lags
+ * by the send; a delivery whose URL is deleted before any attempt is never counted, and one
+ * queued just before a change of the delivery limit may be counted by the other rule.
+ */
+export function countsAtFirstAttempt(plan: string, limits: Record<string, number | null>): boolean {
+  return effectiveLimits(plan, limits).webhookDeliveriesPerMonth === null;
+}
+
+/**
  * Writes the event and its deliveries inside `trx`. Callers wake the dispatcher after commit
  * (`services.dispatcher.wake()`); the dispatcher's poll finds them anyway.
- * Two statements when the account has no subscribed URL; deliveries past the month's quota are
+ * One statement when the account has no subscribed URL, two otherwise (three with a delivery
+ * limit: the counter row is read and locked); deliveries past the month's quota are
  * recorded as `skipped` (reason `quota`) and never sent.
  */
 export async function emitEvent(trx: Executor, e: NewEvent, now: Date): Promise<string> {
@@ -72,31 +84,39 @@ export async function emitEvent(trx: Executor, e: NewEvent, now: Date): Promise<
   // api.md §1: only plans with the API include webhooks.
   if (!row || row.subs.length === 0 || !planHasApi(row.plan)) return id;
 
-  const n = row.subs.length;
   const period = quotaPeriod(now);
   const limit = effectiveLimits(row.plan, row.limits).webhookDeliveriesPerMonth;
-  let allowed = n;
-  if (limit !== null) {
-    // Lock the month's counter row so concurrent writers of this account queue within the quota.
-    const cur = await sql<{ count: number | string }>`
-      INSERT INTO usage_counters (account_id, period_start, resource, count)
-      VALUES (${e.accountId}, ${period.start}, ${DELIVERY_QUOTA_RESOURCE}, 0)
-      ON CONFLICT (account_id, period_start, resource) DO UPDATE SET count = usage_counters.count
-      RETURNING count`.execute(trx);
-    allowed = Math.max(0, Math.min(n, limit - Number(cur.rows[0]?.count ?? 0)));
+  if (limit === null) {
+    // No quota to keep (countsAtFirstAttempt): the month's count is added when each delivery's
+    // first attempt is recorded. Counting here held the account's one counter row locked until
+    // commit, so every writer of the account queued on it (≈500 events/s at most).
+    await insertDeliveries(e, id, row.subs, row.subs.length, now).execute(trx);
+    return id;
   }
-  const rows = row.subs.map(
-    (webhookId, i) =>
-      sql`(${newId()}::uuid, ${id}::uuid, ${webhookId}::uuid, ${e.accountId}::uuid, ${i < allowed ? 'pending' : 'skipped'},
-        ${i < allowed ? null : 'quota'}, ${i < allowed ? now : null}::timestamptz, ${now}::timestamptz, ${now}::timestamptz)`,
-  );
+  // Lock the month's counter row so concurrent writers of this account queue within the quota.
+  const cur = await sql<{ count: number | string }>`
+    INSERT INTO usage_counters (account_id, period_start, resource, count)
+    VALUES (${e.accountId}, ${period.start}, ${DELIVERY_QUOTA_RESOURCE}, 0)
+    ON CONFLICT (account_id, period_start, resource) DO UPDATE SET count = usage_counters.count
+    RETURNING count`.execute(trx);
+  const allowed = Math.max(0, Math.min(row.subs.length, limit - Number(cur.rows[0]?.count ?? 0)));
   // One round trip: the deliveries and the month's count (the counter row is locked last).
   await sql`
-    WITH d AS (
-      INSERT INTO webhook_deliveries (id, event_id, webhook_id, account_id, status, skip_reason, next_attempt_at, created_at, updated_at)
-      VALUES ${sql.join(rows)})
+    WITH d AS (${insertDeliveries(e, id, row.subs, allowed, now)})
     INSERT INTO usage_counters (account_id, period_start, resource, count)
     SELECT ${e.accountId}, ${period.start}, ${DELIVERY_QUOTA_RESOURCE}, ${allowed}::int WHERE ${allowed}::int > 0
     ON CONFLICT (account_id, period_start, resource) DO UPDATE SET count = usage_counters.count + excluded.count`.execute(trx);
   return id;
+}
+
+/** One delivery per URL: the first `allowed` pending, the rest skipped (quota). */
+function insertDeliveries(e: NewEvent, eventId: string, subs: string[], allowed: number, now: Date) {
+  const rows = subs.map(
+    (webhookId, i) =>
+      sql`(${newId()}::uuid, ${eventId}::uuid, ${webhookId}::uuid, ${e.accountId}::uuid, ${i < allowed ? 'pending' : 'skipped'},
+        ${i < allowed ? null : 'quota'}, ${i < allowed ? now : null}::timestamptz, ${now}::timestamptz, ${now}::timestamptz)`,
+  );
+  return sql`
+    INSERT INTO webhook_deliveries (id, event_id, webhook_id, account_id, status, skip_reason, next_attempt_at, created_at, updated_at)
+    VALUES ${sql.join(rows)}`;
 }
