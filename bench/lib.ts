@@ -185,8 +185,13 @@ export interface LoadResult {
   errors: number;
 }
 
-export async function load(opts: autocannon.Options): Promise<LoadResult> {
-  const r = await autocannon({ duration: 8, connections: 32, pipelining: 1, ...opts });
+/** WARMUP_SECONDS of the same load, not counted, before the measured run. */
+const WARMUP_SECONDS = 2;
+
+export async function load(opts: autocannon.Options & { warmup?: boolean }): Promise<LoadResult> {
+  const { warmup, ...options } = opts;
+  if (warmup) await autocannon({ connections: 32, pipelining: 1, ...options, duration: WARMUP_SECONDS });
+  const r = await autocannon({ duration: 8, connections: 32, pipelining: 1, ...options });
   return {
     rps: r.requests.average,
     p50: r.latency.p50,

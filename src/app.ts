@@ -18,6 +18,7 @@ import { ApiError, ValidationError } from './http/errors.js';
 import { installPublicGuards } from './http/guards.js';
 import { installIdempotency } from './http/idempotency.js';
 import { operatorDocument, publicDocument } from './http/openapi.js';
+import { requestLogger } from './http/request-logger.js';
 import type { ZodApp } from './http/schemas.js';
 import { installSpanishZodMessages } from './http/zod-es.js';
 import { messageRoutes } from './messages/routes.js';
@@ -31,6 +32,7 @@ installSpanishZodMessages();
 export async function buildApp(services: Services): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: services.log,
+    childLoggerFactory: requestLogger,
     bodyLimit: BODY_LIMIT,
     genReqId: () => randomUUID(),
     requestIdHeader: false,
@@ -56,13 +58,14 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // Responses are built by our own view functions: plain JSON.stringify, no second validation.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
-  app.addHook('onRequest', async (req, reply) => {
+  app.addHook('onRequest', (req, reply, done) => {
     reply.header('X-Request-Id', req.id);
     // `Content-Type: application/json` with an empty body (many clients send it on body-less
     // POSTs) is no body: routes with an optional body act, routes that need one answer the usual
     // validation 400 naming the missing fields.
     const h = req.raw.headers;
     if (h['content-length'] === '0' && h['transfer-encoding'] === undefined) delete h['content-type'];
+    done();
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(async () => {

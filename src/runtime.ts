@@ -3,9 +3,11 @@
 
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
+import { AccountViewCache } from './accounts/view-cache.js';
 import { buildApp } from './app.js';
 import { CloudProvider } from './channel/cloud/provider.js';
 import { Channels } from './channel/registry.js';
@@ -68,15 +70,17 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
   await migrate(database.db);
   const admin = resolveAdminToken(config);
   const channels = new Channels();
+  const usage = new DbUsageMeter(database.db, clock, opts.usageFlushMs);
   const services: Services = {
     config,
     db: database.db,
     dbKind: database.kind,
     clock,
     log,
-    limiter: createLimiter(config, clock, log),
-    usage: new DbUsageMeter(database.db, clock, opts.usageFlushMs),
+    limiter: createLimiter(config, clock, (accountId, period) => usage.recordedApiCalls(accountId, period), log),
+    usage,
     auth: new KeyAuthenticator(database.db),
+    accountViews: new AccountViewCache(database.db, usage, clock),
     channels,
     dispatcher: { wake() {} },
     adminToken: admin.token,
@@ -88,11 +92,12 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
 
   const demo = config.seedDemo ? await seedDemoIfEmpty(database.db, clock.now()) : null;
   const app = await buildApp(services);
-  // Responses in flight, so a shutdown can tell their keep-alive connections to close after them.
-  const inFlight = new Set<ServerResponse>();
-  app.server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
-    inFlight.add(res);
-    res.on('close', () => inFlight.delete(res));
+  // Open connections (tracked per connection, not per request), so a shutdown can tell the
+  // keep-alive connections of requests in flight to close after their answer.
+  const sockets = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
   });
   const scheduler = new JobScheduler(services);
   if (opts.workers !== false) {
@@ -119,7 +124,12 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       // Keep-alive connections of requests in flight would otherwise stay open after their answer
       // (up to the keep-alive timeout) and hold the shutdown: answer them with Connection: close,
       // and close every connection that turns idle.
-      for (const res of inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
+      // The response a connection is serving is node:http's `_httpMessage` (the same property
+      // http-terminator and stoppable read).
+      for (const socket of sockets) {
+        const res = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
+        if (res && !res.headersSent) res.setHeader('Connection', 'close');
+      }
       const sweep = setInterval(() => app.server.closeIdleConnections(), 100);
       sweep.unref();
       // Stop accepting and finish in-flight requests first, then the workers, then the database.

@@ -1,5 +1,6 @@
 // The service container: everything a route or job needs, built once in main.ts (or a test).
 import type { FastifyBaseLogger } from 'fastify';
+import type { AccountViewCache } from './accounts/view-cache.js';
 import type { ChannelRegistry } from './channel/types.js';
 import type { Config } from './config.js';
 import type { Db } from './db/index.js';
@@ -21,6 +22,8 @@ export interface Services {
   limiter: Limiter;
   usage: UsageMeter;
   auth: KeyAuthenticator;
+  /** GET /me views; `changed(accountId)` after a write of the account through this process. */
+  accountViews: AccountViewCache;
   channels: ChannelRegistry;
   dispatcher: Dispatcher;
   /** Operator bearer token (ADMIN_TOKEN, or generated and kept in DATA_DIR). */

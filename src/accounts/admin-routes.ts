@@ -31,6 +31,7 @@ export const accountAdminRoutes: RoutesFn = (app, s) => {
   app.patch('/accounts/:id', { schema: { tags: ['Operator'], params: IdParams, body: AccountInput.partial() } }, async (req) => {
     const row = await updateAccount(s.db, req.params.id, req.body, s.clock.now());
     s.auth.forgetAccount(row.id);
+    s.accountViews.changed(row.id);
     return accountView(s.db, s.usage, row);
   });
 

@@ -1,7 +1,9 @@
+import type { FastifyReply } from 'fastify';
 import type { RoutesFn } from '../http/schemas.js';
 import { errors } from '../http/schemas.js';
 import { AccountView } from './schemas.js';
-import { accountView } from './service.js';
+
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 export const accountRoutes: RoutesFn = (app, s) => {
   app.get(
@@ -13,6 +15,20 @@ export const accountRoutes: RoutesFn = (app, s) => {
         response: { 200: AccountView, ...errors(401, 402, 429) },
       },
     },
-    async (req) => accountView(s.db, s.usage, req.auth.account),
+    // The hot path of the bench's first figure: an account read of this process answers
+    // without a promise, as ready JSON text (the same bytes JSON.stringify gives).
+    (req, reply) => {
+      const json = s.accountViews.json(req.auth.account);
+      // Ready JSON text rather than the typed object the schema describes.
+      const raw = reply as unknown as FastifyReply;
+      raw.type(JSON_TYPE);
+      if (typeof json === 'string') {
+        raw.send(json);
+        return;
+      }
+      return json.then((text) => {
+        raw.send(text);
+      });
+    },
   );
 };

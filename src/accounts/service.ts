@@ -4,7 +4,7 @@ import type { AccountRow, PhoneNumberRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
 import { effectiveLimits, type Limits } from '../limits/plans.js';
-import type { UsageMeter } from '../limits/types.js';
+import type { UsageMeter, UsageSnapshot } from '../limits/types.js';
 
 export interface PhoneNumberView {
   id: string;
@@ -73,22 +73,28 @@ export async function updateAccount(
     .executeTakeFirstOrThrow();
 }
 
+export const readPhoneNumbers = async (db: Executor, accountId: string): Promise<PhoneNumberView[]> =>
+  (await db.selectFrom('phone_numbers').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute()).map(
+    phoneNumberView,
+  );
+
 /** The account with limits, usage and phone numbers (decisions.md, "GET /me"). */
-export async function accountView(db: Executor, usage: UsageMeter, account: AccountRow) {
-  const [snap, numbers] = await Promise.all([
-    usage.snapshot(account.id),
-    db.selectFrom('phone_numbers').selectAll().where('account_id', '=', account.id).orderBy('created_at').orderBy('id').execute(),
-  ]);
-  return {
-    ...accountBase(account),
-    usage: {
-      period: { start: snap.period.start.toISOString(), end: snap.period.end.toISOString() },
-      apiCalls: snap.apiCalls,
-      webhookDeliveries: snap.webhookDeliveries,
-      contacts: snap.contacts,
-      automationSteps: snap.automationSteps,
-      automationHttpRequests: snap.automationHttpRequests,
-    },
-    phoneNumbers: numbers.map(phoneNumberView),
-  };
+export const accountViewOf = (account: AccountRow, usage: UsageSnapshot, phoneNumbers: PhoneNumberView[]) => ({
+  ...accountBase(account),
+  usage: {
+    period: { start: usage.period.start.toISOString(), end: usage.period.end.toISOString() },
+    apiCalls: usage.apiCalls,
+    webhookDeliveries: usage.webhookDeliveries,
+    contacts: usage.contacts,
+    automationSteps: usage.automationSteps,
+    automationHttpRequests: usage.automationHttpRequests,
+  },
+  phoneNumbers,
+});
+export type AccountView = ReturnType<typeof accountViewOf>;
+
+/** The account view read from the database now (the operator API; GET /me uses view-cache.ts). */
+export async function accountView(db: Executor, usage: UsageMeter, account: AccountRow): Promise<AccountView> {
+  const [snap, numbers] = await Promise.all([usage.snapshot(account.id), readPhoneNumbers(db, account.id)]);
+  return accountViewOf(account, snap, numbers);
 }

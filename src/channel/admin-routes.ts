@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { z } from 'zod';
 import { accountOr404 } from '../accounts/admin-routes.js';
 import { PhoneNumberView } from '../accounts/schemas.js';
-import { phoneNumberView } from '../accounts/service.js';
+import { phoneNumberView, readPhoneNumbers } from '../accounts/service.js';
 import type { PhoneNumberRow } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
 import { textFor } from '../http/messages.es-AR.js';
@@ -100,6 +100,7 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
           .executeTakeFirstOrThrow();
       });
       req.log.info({ accountId: account.id, phoneNumberId: row.id, provider }, 'phone number connected');
+      s.accountViews.changed(account.id);
       return reply.code(201).send(phoneNumberView(row));
     },
   );
@@ -109,14 +110,7 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
     { schema: { summary: "The account's channel numbers", tags: ['Operator'], params: IdParams } },
     async (req) => {
       await accountOr404(s, req.params.id);
-      const rows = await s.db
-        .selectFrom('phone_numbers')
-        .selectAll()
-        .where('account_id', '=', req.params.id)
-        .orderBy('created_at')
-        .orderBy('id')
-        .execute();
-      return { data: rows.map(phoneNumberView) };
+      return { data: await readPhoneNumbers(s.db, req.params.id) };
     },
   );
 
@@ -162,6 +156,7 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
           .returningAll()
           .executeTakeFirstOrThrow();
       });
+      s.accountViews.changed(account.id);
       return phoneNumberView(row);
     },
   );

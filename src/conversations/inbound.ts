@@ -286,5 +286,6 @@ export async function receiveInbound(s: Services, input: InboundInput): Promise<
     throw err;
   }
   s.dispatcher.wake();
+  s.accountViews.changed(input.accountId);
   return result;
 }

@@ -1,8 +1,9 @@
 // The guard pipeline of every /api/v1 request, in the order of decisions.md ("Errors"):
 // IP block (429) → key (401) → plan (402) → minute caps (429) → monthly quota (429).
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthContext } from '../keys/service.js';
 import { planHasApi } from '../limits/plans.js';
+import type { CapOutcome } from '../limits/types.js';
 import type { Services } from '../services.js';
 import { ApiError } from './errors.js';
 
@@ -37,41 +38,75 @@ function countCall(req: FastifyRequest, services: Services): void {
   services.usage.countApiCall(req.auth.account.id);
 }
 
-export function installPublicGuards(app: FastifyInstance, services: Services): void {
-  app.decorateRequest('auth', null as unknown as AuthContext);
-  app.decorateRequest('countsAsCall', false);
-
-  app.addHook('onRequest', async (req, reply) => {
-    const ip = clientIp(req, services.config.trustProxy);
-    if (await services.limiter.ipBlocked(ip)) throw new ApiError('ip_blocked');
-
-    const auth = await services.auth.authenticate(bearer(req.headers.authorization));
-    if (!auth) {
+/**
+ * The checks of one request. Returns undefined when they are done (the hot path: a cached key
+ * and counters known to this process, no promise at all), or a promise when something must be
+ * read; throws the ApiError that answers the request.
+ */
+function guard(req: FastifyRequest, reply: FastifyReply, services: Services): Promise<void> | undefined {
+  const ip = clientIp(req, services.config.trustProxy);
+  if (services.limiter.ipBlocked(ip)) throw new ApiError('ip_blocked');
+  const key = bearer(req.headers.authorization);
+  const auth = services.auth.cached(key);
+  if (auth) return admit(req, reply, services, auth, ip);
+  return services.auth.authenticate(key).then(async (found) => {
+    if (!found) {
       // Any 401 counts for the caller's IP; the 21st within a minute blocks it (decisions.md).
       if (await services.limiter.invalidKey(ip)) throw new ApiError('ip_blocked');
       throw new ApiError('unauthorized');
     }
-    req.auth = auth;
-    const { account } = auth;
-    if (!planHasApi(account.plan)) {
-      countCall(req, services);
-      throw new ApiError('plan_without_api', {
-        params: { plan: account.plan },
-        cause: { type: 'upgrade', reason: 'plan', resource: 'api', plan: account.plan, limit: null, used: null, suggested: 'escala' },
-      });
-    }
+    return admit(req, reply, services, found, ip);
+  });
+}
 
-    const isSend = req.method === 'POST' && req.routeOptions.url === '/api/v1/messages';
-    const outcome = await services.limiter.admit(
-      { accountId: account.id, plan: account.plan, limits: auth.limits },
-      { ip, message: isSend, recordedApiCalls: (period) => services.usage.recordedApiCalls(account.id, period) },
-    );
-    for (const [k, v] of Object.entries(outcome.headers)) reply.header(k, v);
-    // A request rejected by a cap or by the quota did nothing and is not counted (api.md §7–8).
-    if (outcome.error) throw outcome.error;
-    // Counted now, not when the response ends: it counts whatever the handler answers, and a
-    // GET /me right after sees it.
+function admit(req: FastifyRequest, reply: FastifyReply, services: Services, auth: AuthContext, ip: string): Promise<void> | undefined {
+  req.auth = auth;
+  const { account } = auth;
+  if (!planHasApi(account.plan)) {
     countCall(req, services);
+    throw new ApiError('plan_without_api', {
+      params: { plan: account.plan },
+      cause: { type: 'upgrade', reason: 'plan', resource: 'api', plan: account.plan, limit: null, used: null, suggested: 'escala' },
+    });
+  }
+  const message = req.method === 'POST' && req.routeOptions.url === '/api/v1/messages';
+  const outcome = services.limiter.admit(auth.caps, { ip, message });
+  if (outcome instanceof Promise) return outcome.then((o) => settle(req, reply, services, o));
+  settle(req, reply, services, outcome);
+  return undefined;
+}
+
+function settle(req: FastifyRequest, reply: FastifyReply, services: Services, outcome: CapOutcome): void {
+  for (const k in outcome.headers) reply.header(k, outcome.headers[k]);
+  // A request rejected by a cap or by the quota did nothing and is not counted (api.md §7–8).
+  if (outcome.error) throw outcome.error;
+  // Counted now, not when the response ends: it counts whatever the handler answers, and a
+  // GET /me right after sees it.
+  countCall(req, services);
+}
+
+export function installPublicGuards(app: FastifyInstance, services: Services): void {
+  app.decorateRequest('auth', null as unknown as AuthContext);
+  app.decorateRequest('countsAsCall', false);
+
+  // Callback style: on the hot path the hook finishes without allocating a promise.
+  app.addHook('onRequest', (req, reply, done) => {
+    let pending: Promise<void> | undefined;
+    try {
+      pending = guard(req, reply, services);
+    } catch (err) {
+      done(err as Error);
+      return;
+    }
+    if (pending) pending.then(() => done(), done);
+    else done();
+  });
+
+  // Read your writes: after a write of the account through this process (its transaction has
+  // committed before the answer is sent), its next GET /me reads anew.
+  app.addHook('onSend', (req, _reply, payload, done) => {
+    if (req.auth && req.method !== 'GET' && req.method !== 'HEAD') services.accountViews.changed(req.auth.account.id);
+    done(null, payload);
   });
 
   // Unknown /api/v1 routes go through the same guards: "all routes" count (api.md §8).

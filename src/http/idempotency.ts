@@ -1,5 +1,6 @@
 // Idempotency-Key on POST /messages and POST /contacts (decisions.md, "Endpoints").
-// Routes opt in with `config: { idempotent: true }`.
+// Routes opt in with `config: { idempotent: true }`; only those routes get the hooks below, so
+// every other request pays nothing for them.
 //
 // How it works: the row in idempotency_keys (primary key account + key) is the lock, so it holds
 // across processes. After the guards (onRequest: key, plan, caps, quota) and after validation,
@@ -67,17 +68,16 @@ export function installIdempotency(app: FastifyInstance, s: Services): void {
   const errors = new WeakMap<FastifyRequest, unknown>();
 
   // Before validation: check the header and fingerprint the body as the client sent it.
-  app.addHook('preValidation', async (req) => {
-    if (!req.routeOptions.config.idempotent) return;
+  const preValidation = async (req: FastifyRequest) => {
     const raw = req.headers[HEADER];
     if (raw === undefined) return;
     const key = Array.isArray(raw) ? raw.join(', ') : raw;
     if (key.length < 1 || key.length > 255) throw invalid(['Idempotency-Key'], textFor('idempotency_key_invalid'));
     hashes.set(req, requestFingerprint(`${req.method} ${req.routeOptions.url}`, req.body));
-  });
+  };
 
   // After validation, right before the handler: claim the key or answer from it.
-  app.addHook('preHandler', async (req, reply) => {
+  const preHandler = async (req: FastifyRequest, reply: FastifyReply) => {
     const hash = hashes.get(req);
     if (hash === undefined) return;
     const key = req.headers[HEADER] as string;
@@ -110,14 +110,14 @@ export function installIdempotency(app: FastifyInstance, s: Services): void {
       return replay(reply, row.response_status ?? 200, row.response_body);
     }
     throw new ApiError('idempotency_in_progress');
-  });
+  };
 
-  app.addHook('onError', async (req, _reply, err) => {
+  const onError = async (req: FastifyRequest, _reply: FastifyReply, err: unknown) => {
     if (req.idempotency) errors.set(req, err);
-  });
+  };
 
   // The answer is settled before it leaves: a retry arriving after it sees `done`, never `running`.
-  app.addHook('onSend', async (req, reply, payload) => {
+  const onSend = async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const held = req.idempotency;
     if (!held) return payload;
     req.idempotency = null;
@@ -150,7 +150,22 @@ export function installIdempotency(app: FastifyInstance, s: Services): void {
       req.log.warn({ err: { message: (e as Error).message }, status }, 'idempotency key not settled');
     }
     return payload;
+  };
+
+  app.addHook('onRoute', (route) => {
+    if (!route.config?.idempotent) return;
+    route.preValidation = withHook(route.preValidation, preValidation);
+    route.preHandler = withHook(route.preHandler, preHandler);
+    route.onError = withHook(route.onError, onError);
+    route.onSend = withHook(route.onSend, onSend);
   });
+}
+
+/** A route's own hooks (none, one or a list) plus ours, last. */
+// `any`: Fastify types each hook list of a route differently.
+function withHook(existing: any, hook: unknown): any {
+  if (!existing) return [hook];
+  return Array.isArray(existing) ? [...existing, hook] : [existing, hook];
 }
 
 function replay(reply: FastifyReply, status: number, body: unknown): FastifyReply {

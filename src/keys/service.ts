@@ -1,16 +1,19 @@
 // API keys (api.md §5): `etk_live_` + 40 random base64url characters, stored only as SHA-256.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash as oneShotHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db, Executor } from '../db/index.js';
 import type { AccountRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
 import { effectiveLimits, type Limits, suggestPlan } from '../limits/plans.js';
+import type { AccountLimitsCtx } from '../limits/types.js';
 
 export const KEY_PREFIX = 'etk_live_';
 const KEY_RE = /^etk_live_[A-Za-z0-9_-]{32,128}$/;
+const MAX_KEY_LENGTH = KEY_PREFIX.length + 128;
 
-export const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex');
+// One-shot hashing (no Hash object): it runs on every request.
+export const hashKey = (key: string): string => oneShotHash('sha256', key, 'hex');
 
 export function generateKey(): string {
   return KEY_PREFIX + randomBytes(30).toString('base64url');
@@ -87,25 +90,48 @@ export interface AuthContext {
   keyId: string;
   account: AccountRow;
   limits: Limits;
+  /** What the limiter needs, built once per lookup rather than per request. */
+  caps: AccountLimitsCtx;
 }
 
 /**
  * Resolves a bearer key to its account. Lookups are cached briefly (a hot path on every
- * request); revocation and plan changes in this process clear the cache at once.
+ * request) and made once per key however many requests wait for them; revocation and plan
+ * changes in this process clear the cache at once, other processes see them within the TTL.
  */
 export class KeyAuthenticator {
-  private cache = new Map<string, { ctx: AuthContext | null; until: number }>();
+  private cache = new Map<string, { ctx: AuthContext; until: number }>();
+  private lookups = new Map<string, Promise<AuthContext | null>>();
+  /** Bumped by every forget: a lookup that started before one is not cached. */
+  private generation = 0;
   constructor(
     private readonly db: Db,
     private readonly ttlMs = 2_000,
   ) {}
 
+  /** The key's context when it is cached (synchronous), else undefined: call `authenticate`. */
+  cached(key: string | undefined): AuthContext | undefined {
+    // Longer than any key (KEY_RE): not worth hashing.
+    if (!key || key.length > MAX_KEY_LENGTH) return undefined;
+    const hit = this.cache.get(hashKey(key));
+    return hit && hit.until > Date.now() ? hit.ctx : undefined;
+  }
+
   async authenticate(key: string | undefined): Promise<AuthContext | null> {
     if (!key || !KEY_RE.test(key)) return null;
     const hash = hashKey(key);
     const hit = this.cache.get(hash);
-    const now = Date.now();
-    if (hit && hit.until > now && hit.ctx) return hit.ctx;
+    if (hit && hit.until > Date.now()) return hit.ctx;
+    let lookup = this.lookups.get(hash);
+    if (!lookup) {
+      lookup = this.lookup(hash).finally(() => this.lookups.delete(hash));
+      this.lookups.set(hash, lookup);
+    }
+    return lookup;
+  }
+
+  private async lookup(hash: string): Promise<AuthContext | null> {
+    const generation = this.generation;
     const row = await this.db
       .selectFrom('api_keys')
       .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
@@ -117,14 +143,17 @@ export class KeyAuthenticator {
     // response time does not depend on how many characters of a guessed key were right).
     if (!row || row.revoked_at !== null || !timingSafeEqual(Buffer.from(row.key_hash), Buffer.from(hash))) return null;
     const { key_id, key_hash: _h, revoked_at: _r, ...account } = row;
-    const ctx: AuthContext = { keyId: key_id, account, limits: effectiveLimits(account.plan, account.limits) };
+    const limits = effectiveLimits(account.plan, account.limits);
+    const ctx: AuthContext = { keyId: key_id, account, limits, caps: { accountId: account.id, plan: account.plan, limits } };
+    if (generation !== this.generation) return ctx;
     if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(hash, { ctx, until: now + this.ttlMs });
+    this.cache.set(hash, { ctx, until: Date.now() + this.ttlMs });
     return ctx;
   }
 
   /** Forget cached lookups of one account (after a revocation or a plan change). */
   forgetAccount(accountId: string): void {
-    for (const [h, v] of this.cache) if (v.ctx?.account.id === accountId) this.cache.delete(h);
+    this.generation += 1;
+    for (const [h, v] of this.cache) if (v.ctx.account.id === accountId) this.cache.delete(h);
   }
 }

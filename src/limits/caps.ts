@@ -2,7 +2,7 @@
 // the decision over the counters, and the headers and errors it produces (api.md §7–8,
 // decisions.md "Limits").
 import { ApiError } from '../http/errors.js';
-import { type Period, quotaPeriod } from './period.js';
+import { type Period, quotaPeriodAt } from './period.js';
 import { suggestPlan } from './plans.js';
 import type { AccountLimitsCtx, CapOutcome } from './types.js';
 
@@ -33,9 +33,24 @@ export function decide(ctx: AccountLimitsCtx, message: boolean, c: CounterState)
   return 'ok';
 }
 
+/** "1"…"60": the reset header takes one of these on every request. */
+const SECONDS = Array.from({ length: WINDOW_MS / 1000 + 1 }, (_, i) => String(i));
+
+/** The constant header texts of a request cap (a handful of distinct caps in a process). */
+const capTexts = new Map<number, { limit: string; policy: string }>();
+function textsOf(rpm: number): { limit: string; policy: string } {
+  let t = capTexts.get(rpm);
+  if (!t) {
+    if (capTexts.size > 1_000) capTexts.clear();
+    t = { limit: String(rpm), policy: `"minute";q=${rpm};w=60` };
+    capTexts.set(rpm, t);
+  }
+  return t;
+}
+
 /**
  * Headers and error of one admission. `requests` is the request-cap count after this
- * request (unchanged when rejected).
+ * request (unchanged when rejected). Header names are lowercase, as Fastify stores them.
  */
 export function outcome(ctx: AccountLimitsCtx, nowMs: number, verdict: Verdict, requests: number, apiCalls: number): CapOutcome {
   // The IP block answers with the error text only (api.md §7: "not shown as headers").
@@ -45,18 +60,19 @@ export function outcome(ctx: AccountLimitsCtx, nowMs: number, verdict: Verdict, 
   const headers: Record<string, string> = {};
   if (rpm !== null) {
     const left = Math.max(0, rpm - requests);
-    headers['X-RateLimit-Limit'] = String(rpm);
-    headers['X-RateLimit-Remaining'] = String(left);
-    headers['X-RateLimit-Reset'] = String(reset);
-    headers['RateLimit-Policy'] = `"minute";q=${rpm};w=60`;
-    headers.RateLimit = `"minute";r=${left};t=${reset}`;
+    const texts = textsOf(rpm);
+    headers['x-ratelimit-limit'] = texts.limit;
+    headers['x-ratelimit-remaining'] = String(left);
+    headers['x-ratelimit-reset'] = SECONDS[reset] ?? String(reset);
+    headers['ratelimit-policy'] = texts.policy;
+    headers.ratelimit = `"minute";r=${left};t=${reset}`;
   }
   if (verdict === 'ok') return { headers };
   if (verdict === 'requests' || verdict === 'messages') {
     const limit = (verdict === 'requests' ? rpm : ctx.limits.messagesPerMinute) as number;
-    headers['Retry-After'] = String(WINDOW_MS / 1000);
-    headers['X-RateLimit-Limit'] = String(limit);
-    if (verdict === 'messages') headers['X-RateLimit-Remaining'] = '0';
+    headers['retry-after'] = String(WINDOW_MS / 1000);
+    headers['x-ratelimit-limit'] = String(limit);
+    if (verdict === 'messages') headers['x-ratelimit-remaining'] = '0';
     return {
       headers,
       error: new ApiError(verdict === 'requests' ? 'rate_limited_requests' : 'rate_limited_messages', { params: { limit } }),
@@ -80,4 +96,4 @@ export function outcome(ctx: AccountLimitsCtx, nowMs: number, verdict: Verdict, 
   };
 }
 
-export const periodOf = (nowMs: number): Period => quotaPeriod(new Date(nowMs));
+export const periodOf = (nowMs: number): Period => quotaPeriodAt(nowMs);

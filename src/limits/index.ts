@@ -5,26 +5,27 @@ import type { Config } from '../config.js';
 import type { Clock } from '../lib/clock.js';
 import { MemoryLimiter } from './memory.js';
 import { RedisLimiter } from './redis.js';
-import type { Limiter } from './types.js';
+import type { Limiter, RecordedApiCalls } from './types.js';
 
 /** LIMITS=off: admits everything and sends no rate-limit headers (the bench's "limits off" floor). */
 class NoLimiter implements Limiter {
-  async ipBlocked() {
+  ipBlocked() {
     return false;
   }
   async invalidKey() {
     return false;
   }
-  async admit() {
+  admit() {
     return { headers: {} };
   }
   async close() {}
 }
 
-export function createLimiter(config: Config, clock: Clock, log?: Logger): Limiter {
+export function createLimiter(config: Config, clock: Clock, recordedApiCalls: RecordedApiCalls, log?: Logger): Limiter {
   if (!config.LIMITS) return new NoLimiter();
-  if (!config.REDIS_URL) return new MemoryLimiter(clock);
+  if (!config.REDIS_URL) return new MemoryLimiter(clock, recordedApiCalls);
   return new RedisLimiter({
+    recordedApiCalls,
     url: config.REDIS_URL,
     prefix: config.REDIS_KEY_PREFIX,
     clock,

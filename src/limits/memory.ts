@@ -4,7 +4,7 @@
 import type { Clock } from '../lib/clock.js';
 import { decide, INVALID_KEYS_PER_MINUTE, IP_BLOCK_MS, outcome, periodOf, WINDOW_MS, windowStart } from './caps.js';
 import type { Period } from './period.js';
-import type { AccountLimitsCtx, AdmitOptions, CapOutcome, Limiter } from './types.js';
+import type { AccountLimitsCtx, AdmitOptions, CapOutcome, Limiter, RecordedApiCalls } from './types.js';
 
 interface Window {
   start: number;
@@ -35,9 +35,12 @@ export class MemoryLimiter implements Limiter {
   private loading = new Map<string, Promise<CallsState>>();
   private ips = new Map<string, IpState>();
 
-  constructor(private readonly clock: Clock) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly recordedApiCalls: RecordedApiCalls,
+  ) {}
 
-  async ipBlocked(ip: string): Promise<boolean> {
+  ipBlocked(ip: string): boolean {
     const s = this.ips.get(ip);
     return s !== undefined && s.blockedUntil > this.clock.now().getTime();
   }
@@ -65,12 +68,22 @@ export class MemoryLimiter implements Limiter {
     return false;
   }
 
-  async admit(ctx: AccountLimitsCtx, opts: AdmitOptions): Promise<CapOutcome> {
+  admit(ctx: AccountLimitsCtx, opts: AdmitOptions): CapOutcome | Promise<CapOutcome> {
+    const period = periodOf(this.clock.now().getTime());
+    const calls = this.calls.get(ctx.accountId);
+    if (calls && calls.period === period.start.getTime()) {
+      // Other processes' batches show up in the database: re-read now and then, off the request.
+      if (Date.now() - calls.loadedAt >= CALLS_REFRESH_MS) void this.loadCalls(ctx.accountId, period);
+      // The counter is in memory (the hot path): decide without yielding.
+      return this.decideNow(ctx, opts, calls);
+    }
+    return this.loadCalls(ctx.accountId, period).then((st) => this.decideNow(ctx, opts, st));
+  }
+
+  /** Synchronous: no other request of this process interleaves between the check and the count. */
+  private decideNow(ctx: AccountLimitsCtx, opts: AdmitOptions, calls: CallsState): CapOutcome {
     const now = this.clock.now().getTime();
     if ((this.ips.get(opts.ip)?.blockedUntil ?? 0) > now) return outcome(ctx, now, 'blocked', 0, 0);
-    const period = periodOf(now);
-    const calls = await this.callsState(ctx.accountId, period, opts);
-    // Everything below is synchronous: no other request of this process interleaves.
     const win = windowStart(now);
     const req = current(this.requests, ctx.accountId, win);
     const msg = opts.message ? current(this.messages, ctx.accountId, win) : null;
@@ -83,19 +96,18 @@ export class MemoryLimiter implements Limiter {
     return outcome(ctx, now, verdict, req.n, calls.n);
   }
 
-  /** The account's API-call counter of `period`, loaded from the database when missing or old. */
-  private async callsState(accountId: string, period: Period, opts: AdmitOptions): Promise<CallsState> {
+  /** Loads the counter from the database (one read per account at a time). */
+  private loadCalls(accountId: string, period: Period): Promise<CallsState> {
     const p = period.start.getTime();
     const cur = this.calls.get(accountId);
-    if (cur && cur.period === p && Date.now() - cur.loadedAt < CALLS_REFRESH_MS) return cur;
     const key = `${accountId}:${p}`;
     let load = this.loading.get(key);
     if (!load) {
-      load = opts
-        .recordedApiCalls(period)
+      load = this.recordedApiCalls(accountId, period)
         .then(
           (n) => {
-            const st: CallsState = { period: p, n, loadedAt: Date.now() };
+            // Counts of a month only grow: a read racing this process's own counting never lowers it.
+            const st: CallsState = { period: p, n: cur && cur.period === p ? Math.max(n, cur.n) : n, loadedAt: Date.now() };
             this.calls.set(accountId, st);
             return st;
           },

@@ -7,12 +7,20 @@ export interface Period {
   end: Date;
 }
 
-export function quotaPeriod(now: Date): Period {
-  const local = new Date(now.getTime() - ART_OFFSET_MS);
+/** The last period computed: every request asks, and it changes once a month. */
+let last: Readonly<Period> | undefined;
+
+export const quotaPeriod = (now: Date): Period => quotaPeriodAt(now.getTime());
+
+/** The quota month holding `t` (ms since the epoch). */
+export function quotaPeriodAt(t: number): Period {
+  if (last && t >= last.start.getTime() && t < last.end.getTime()) return last;
+  const local = new Date(t - ART_OFFSET_MS);
   const y = local.getUTCFullYear();
   const m = local.getUTCMonth();
-  return {
+  last = Object.freeze({
     start: new Date(Date.UTC(y, m, 1) + ART_OFFSET_MS),
     end: new Date(Date.UTC(y, m + 1, 1) + ART_OFFSET_MS),
-  };
+  });
+  return last;
 }

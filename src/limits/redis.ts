@@ -6,13 +6,22 @@
 //   <p>:calls:<account>:<periodStartMs>  API calls of the quota month           (to period end + 35 d)
 //   <p>:bad:<ip>                         invalid keys: hash {s: first hit, n}    (PX 120 s)
 //   <p>:block:<ip>                       IP blocked until (ms of the clock)      (PX 120 s)
+//   channel <p>:blocks                   "ip until" for every block set, so every process knows it
 // Windows and block times come from the injected clock (passed to the scripts), not from
 // Redis's TTLs, so tests can move time; TTLs only clean up. A script touches an account's
 // keys and one IP's block key together: standalone Redis (or one shard), not Redis Cluster.
 //
-// One Lua script (one round trip) decides each request atomically: the IP block, both caps
-// and the quota, then counts all three or none. rate-limiter-flexible is not used: its Redis windows start at a key's
-// first hit and read the process time, and a send must consume two caps atomically.
+// One Lua script (one round trip) decides a request atomically: the IP block, both caps and
+// the quota, then counts all three or none. rate-limiter-flexible is not used: its Redis
+// windows start at a key's first hit and read the process time, and a send must consume two
+// caps atomically.
+//
+// Leases (docs/limits.md): a busy account does not pay a round trip per request. When the
+// script admits a request it may grant this process a few more request-and-call tokens of the
+// same window, at most 1/16 of what is left under each cap, so near a cap every request is
+// decided in Redis again and the cap stays exact. The lease size doubles while leases run out
+// within their second and halves when they do not; unused tokens go back to Redis when a lease
+// ends. Sends (POST /messages) always ask Redis.
 //
 // Failure mode: Redis unreachable → fail open to the per-process memory limiter (each process
 // still enforces its own share), one error log per outage, back to Redis when it reconnects.
@@ -22,12 +31,13 @@ import type { Clock } from '../lib/clock.js';
 import { INVALID_KEYS_PER_MINUTE, IP_BLOCK_MS, outcome, periodOf, type Verdict, WINDOW_MS, windowStart } from './caps.js';
 import { MemoryLimiter } from './memory.js';
 import type { Period } from './period.js';
-import type { AccountLimitsCtx, AdmitOptions, CapOutcome, Limiter } from './types.js';
+import type { AccountLimitsCtx, AdmitOptions, CapOutcome, Limiter, RecordedApiCalls } from './types.js';
 
 // KEYS: req, msg, calls, block. ARGV: requestCap, messageCap, isMessage, quota, windowTtlMs,
-// skipQuota, now (-1 = no cap). Returns {verdict, requests, messages, apiCalls}; verdict 0 ok,
-// 1 request cap, 2 message cap, 3 quota, 4 the quota counter needs seeding from the database,
-// 5 the IP is blocked.
+// skipQuota, now (-1 = no cap), tokens wanted (≥ 1), share divisor. Returns {verdict, requests,
+// messages, apiCalls, granted}; verdict 0 ok, 1 request cap, 2 message cap, 3 quota, 4 the
+// quota counter needs seeding from the database, 5 the IP is blocked (apiCalls = until).
+// `granted` tokens (≥ 1, this request's included) were counted on the request and quota counters.
 const ADMIT_LUA = `
 local reqCap = tonumber(ARGV[1])
 local msgCap = tonumber(ARGV[2])
@@ -36,29 +46,42 @@ local quota = tonumber(ARGV[4])
 local ttl = tonumber(ARGV[5])
 local skipQuota = ARGV[6] == '1'
 local blockedUntil = redis.call('GET', KEYS[4])
-if blockedUntil and tonumber(blockedUntil) > tonumber(ARGV[7]) then return {5, 0, 0, 0} end
+if blockedUntil and tonumber(blockedUntil) > tonumber(ARGV[7]) then return {5, 0, 0, tonumber(blockedUntil), 0} end
 local req = tonumber(redis.call('GET', KEYS[1]) or '0')
-if reqCap >= 0 and req + 1 > reqCap then return {1, req, 0, 0} end
+if reqCap >= 0 and req + 1 > reqCap then return {1, req, 0, 0, 0} end
 local msg = 0
 if isMsg then
   msg = tonumber(redis.call('GET', KEYS[2]) or '0')
-  if msgCap >= 0 and msg + 1 > msgCap then return {2, req, msg, 0} end
+  if msgCap >= 0 and msg + 1 > msgCap then return {2, req, msg, 0, 0} end
 end
 local calls = redis.call('GET', KEYS[3])
 if calls then
   calls = tonumber(calls)
-  if quota >= 0 and calls >= quota then return {3, req, msg, calls} end
+  if quota >= 0 and calls >= quota then return {3, req, msg, calls, 0} end
 elseif not skipQuota then
-  return {4, req, msg, 0}
+  return {4, req, msg, 0, 0}
 end
-req = redis.call('INCR', KEYS[1])
+local grant = tonumber(ARGV[8])
+local div = tonumber(ARGV[9])
+if reqCap >= 0 then grant = math.min(grant, math.max(1, math.floor((reqCap - req) / div))) end
+if calls and quota >= 0 then grant = math.min(grant, math.max(1, math.floor((quota - calls) / div))) end
+req = redis.call('INCRBY', KEYS[1], grant)
 redis.call('PEXPIRE', KEYS[1], ttl)
 if isMsg then
   msg = redis.call('INCR', KEYS[2])
   redis.call('PEXPIRE', KEYS[2], ttl)
 end
-if calls then calls = redis.call('INCR', KEYS[3]) else calls = 0 end
-return {0, req, msg, calls}
+if calls then calls = redis.call('INCRBY', KEYS[3], grant) else calls = 0 end
+return {0, req, msg, calls, grant}
+`;
+
+// KEYS: req, calls. ARGV: unused tokens of a lease. Gives them back (never below zero).
+const RETURN_LUA = `
+for i = 1, 2 do
+  local cur = redis.call('GET', KEYS[i])
+  if cur then redis.call('DECRBY', KEYS[i], math.min(tonumber(ARGV[1]), tonumber(cur))) end
+end
+return 0
 `;
 
 // KEYS: bad, block. ARGV: now, windowMs, max, blockMs, ttlMs. Returns 0 counted, 1 this hit
@@ -94,9 +117,10 @@ if diff > 0 then redis.call('INCRBY', KEYS[1], diff) end
 return diff
 `;
 
-type AdmitReply = [number, number, number, number];
+type AdmitReply = [number, number, number, number, number];
 interface LimitsCommands {
   chasquiAdmit(req: string, msg: string, calls: string, block: string, ...args: (string | number)[]): Promise<AdmitReply>;
+  chasquiReturn(req: string, calls: string, tokens: number): Promise<number>;
   chasquiInvalidKey(bad: string, block: string, ...args: (string | number)[]): Promise<number>;
   chasquiRaise(calls: string, recorded: number): Promise<number>;
 }
@@ -109,37 +133,69 @@ const VERDICTS: Verdict[] = ['ok', 'requests', 'messages', 'quota', 'ok', 'block
 const MAX_KNOWN_BLOCKS = 10_000;
 /** How often (real time) each process reconciles an account's quota counter with the database. */
 const RECONCILE_MS = 60_000;
+/** A lease's lifetime (real time): unused tokens go back to Redis after it. */
+export const LEASE_MS = 1_000;
+const MAX_LEASE = 1_024;
+/** A lease takes at most this fraction (1/n) of what is left under a cap. */
+const LEASE_SHARE = 16;
+
+/** Tokens this process holds for one account's window (requests and API calls alike). */
+interface Lease {
+  win: number;
+  period: number;
+  reqKey: string;
+  callsKey: string;
+  /** Tokens not used yet. */
+  left: number;
+  /** The shared request counter right after the grant (it includes the whole grant). */
+  counted: number;
+  /** API calls counter right after the grant. */
+  calls: number;
+  /** Real time the lease ends. */
+  until: number;
+}
 
 export interface RedisLimiterOptions {
   url: string;
   prefix: string;
   clock: Clock;
   log: Logger;
+  recordedApiCalls: RecordedApiCalls;
   /** Per-command timeout (ms): a hung Redis must not hold requests. */
   commandTimeoutMs?: number;
 }
 
 export class RedisLimiter implements Limiter {
   private readonly redis: Redis & LimitsCommands;
+  /** A second connection for the block channel (a subscribed connection runs no commands). */
+  private readonly subscriber: Redis;
   private readonly fallback: MemoryLimiter;
   private readonly prefix: string;
   private readonly clock: Clock;
   private readonly log: Logger;
+  private readonly recordedApiCalls: RecordedApiCalls;
   /** Settles on the first connection or the first failure (the first requests wait for it). */
   private firstContact: Promise<void>;
   private outage = false;
   private skipUntil = 0;
   private closed = false;
-  /** Blocks this process has seen (clock ms): blocked callers are answered without Redis. */
+  /** Blocks this process set or heard of (clock ms): blocked callers are answered without Redis. */
   private knownBlocks = new Map<string, number>();
   /** Last reconciliation with the database per quota counter key (real time). */
   private reconciled = new Map<string, number>();
+  private leases = new Map<string, Lease>();
+  /** Grants being asked for, per account. */
+  private renewals = new Map<string, Promise<unknown>>();
+  /** Tokens to ask for on an account's next grant (adapts to its traffic in this process). */
+  private leaseSize = new Map<string, number>();
+  private readonly sweep: NodeJS.Timeout;
 
   constructor(opts: RedisLimiterOptions) {
     this.prefix = opts.prefix;
     this.clock = opts.clock;
     this.log = opts.log;
-    this.fallback = new MemoryLimiter(opts.clock);
+    this.recordedApiCalls = opts.recordedApiCalls;
+    this.fallback = new MemoryLimiter(opts.clock, opts.recordedApiCalls);
     this.redis = new Redis(opts.url, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
@@ -149,6 +205,7 @@ export class RedisLimiter implements Limiter {
       retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2_000),
     }) as Redis & LimitsCommands;
     this.redis.defineCommand('chasquiAdmit', { numberOfKeys: 4, lua: ADMIT_LUA });
+    this.redis.defineCommand('chasquiReturn', { numberOfKeys: 2, lua: RETURN_LUA });
     this.redis.defineCommand('chasquiInvalidKey', { numberOfKeys: 2, lua: INVALID_KEY_LUA });
     this.redis.defineCommand('chasquiRaise', { numberOfKeys: 1, lua: RAISE_LUA });
     let settle: () => void = () => {};
@@ -169,10 +226,22 @@ export class RedisLimiter implements Limiter {
       settle();
       this.failed(err);
     });
+    // Blocks set by any process reach every process at once, so a blocked IP is refused even on
+    // requests this process decides from a lease. Errors are the main connection's to report.
+    this.subscriber = this.redis.duplicate();
+    this.subscriber.on('error', () => {});
+    this.subscriber.on('ready', () => void this.subscriber.subscribe(this.blockChannel()).catch(() => {}));
+    this.subscriber.on('message', (_channel: string, message: string) => {
+      const [ip, until] = message.split(' ');
+      if (ip && Number(until) > 0) this.rememberBlock(ip, Number(until));
+    });
+    this.sweep = setInterval(() => this.endLeases(false), LEASE_MS);
+    this.sweep.unref();
   }
 
   private failed(err: unknown): void {
     this.skipUntil = Date.now() + BACKOFF_MS;
+    this.leases.clear();
     if (this.outage || this.closed) return;
     this.outage = true;
     this.log.error(
@@ -197,18 +266,21 @@ export class RedisLimiter implements Limiter {
     return suffix === undefined ? `${this.prefix}:${kind}:${id}` : `${this.prefix}:${kind}:${id}:${suffix}`;
   }
 
-  private rememberBlock(ip: string, now: number): void {
-    if (this.knownBlocks.size >= MAX_KNOWN_BLOCKS) this.knownBlocks.clear();
-    this.knownBlocks.set(ip, now + IP_BLOCK_MS);
+  private blockChannel(): string {
+    return `${this.prefix}:blocks`;
   }
 
-  async ipBlocked(ip: string): Promise<boolean> {
+  private rememberBlock(ip: string, until: number): void {
+    if (this.knownBlocks.size >= MAX_KNOWN_BLOCKS) this.knownBlocks.clear();
+    this.knownBlocks.set(ip, until);
+  }
+
+  ipBlocked(ip: string): boolean {
     const until = this.knownBlocks.get(ip);
     if (until !== undefined) {
       if (until > this.clock.now().getTime()) return true;
       this.knownBlocks.delete(ip);
     }
-    // Blocks set by other processes are seen by invalidKey() and admit(), in the same round trip.
     return this.outage ? this.fallback.ipBlocked(ip) : false;
   }
 
@@ -225,7 +297,10 @@ export class RedisLimiter implements Limiter {
         IP_BLOCK_MS,
         KEY_TTL_MS,
       );
-      if (r === 1) this.rememberBlock(ip, now);
+      if (r === 1) {
+        this.rememberBlock(ip, now + IP_BLOCK_MS);
+        this.redis.publish(this.blockChannel(), `${ip} ${now + IP_BLOCK_MS}`).catch(() => {});
+      }
       return r !== 0;
     } catch (e) {
       this.failed(e);
@@ -233,9 +308,36 @@ export class RedisLimiter implements Limiter {
     }
   }
 
-  async admit(ctx: AccountLimitsCtx, opts: AdmitOptions): Promise<CapOutcome> {
-    if (!(await this.usable())) return this.fallback.admit(ctx, opts);
+  admit(ctx: AccountLimitsCtx, opts: AdmitOptions): CapOutcome | Promise<CapOutcome> {
     const now = this.clock.now().getTime();
+    const { requestsPerMinute: rpm, messagesPerMinute: mpm, apiCallsPerMonth: quota } = ctx.limits;
+    // Nothing to count for an account without caps or quota (its usage is the database's).
+    if (rpm === null && quota === null && (!opts.message || mpm === null)) return outcome(ctx, now, 'ok', 0, 0);
+    if (opts.message) return this.admitRemote(ctx, opts, now);
+    const lease = this.leases.get(ctx.accountId);
+    if (lease && lease.left > 0 && lease.win === windowStart(now) && lease.period === periodOf(now).start.getTime()) {
+      if (Date.now() < lease.until) {
+        lease.left -= 1;
+        return outcome(ctx, now, 'ok', lease.counted - lease.left, lease.calls - lease.left);
+      }
+    }
+    // One grant in flight per account: requests arriving meanwhile wait for it and take from it,
+    // rather than each asking Redis and replacing the others' leases.
+    const renewing = this.renewals.get(ctx.accountId);
+    if (renewing) return renewing.then(() => this.admit(ctx, opts));
+    const asked = this.admitRemote(ctx, opts, now);
+    this.renewals.set(
+      ctx.accountId,
+      asked.then(
+        () => this.renewals.delete(ctx.accountId),
+        () => this.renewals.delete(ctx.accountId),
+      ),
+    );
+    return asked;
+  }
+
+  private async admitRemote(ctx: AccountLimitsCtx, opts: AdmitOptions, now: number): Promise<CapOutcome> {
+    if (!(await this.usable())) return this.fallback.admit(ctx, opts);
     const win = windowStart(now);
     const period = periodOf(now);
     const keys = [
@@ -245,8 +347,12 @@ export class RedisLimiter implements Limiter {
       this.key('block', opts.ip),
     ] as const;
     const { requestsPerMinute: rpm, messagesPerMinute: mpm, apiCallsPerMonth: quota } = ctx.limits;
+    const wanted = opts.message ? 1 : this.nextLeaseSize(ctx.accountId);
     const args = (skipQuota: boolean) =>
-      [rpm ?? -1, mpm ?? -1, opts.message ? 1 : 0, quota ?? -1, KEY_TTL_MS, skipQuota ? 1 : 0, now] as (string | number)[];
+      [rpm ?? -1, mpm ?? -1, opts.message ? 1 : 0, quota ?? -1, KEY_TTL_MS, skipQuota ? 1 : 0, now, wanted, LEASE_SHARE] as (
+        | string
+        | number
+      )[];
     let r: AdmitReply;
     try {
       r = await this.redis.chasquiAdmit(...keys, ...args(false));
@@ -254,7 +360,7 @@ export class RedisLimiter implements Limiter {
         // First call of this account in the period (or Redis lost its data): start the
         // shared counter from what the database recorded, then decide.
         // The database unreachable: skip the quota for this request (fail open) and seed later.
-        const recorded = await opts.recordedApiCalls(period).catch(() => null);
+        const recorded = await this.recordedApiCalls(ctx.accountId, period).catch(() => null);
         if (recorded !== null) {
           const ttl = Math.max(0, period.end.getTime() - now) + PERIOD_TTL_EXTRA_MS;
           await this.redis.set(keys[2], recorded, 'PX', ttl, 'NX');
@@ -265,13 +371,68 @@ export class RedisLimiter implements Limiter {
       this.failed(e);
       return this.fallback.admit(ctx, opts);
     }
-    const verdict = VERDICTS[r[0]] ?? 'ok';
-    this.reconcileSoon(keys[2], period, opts);
-    return outcome(ctx, now, verdict, r[1], r[3]);
+    const [code, requests, , calls, granted] = r;
+    const verdict = VERDICTS[code] ?? 'ok';
+    if (verdict === 'blocked') this.rememberBlock(opts.ip, calls);
+    if (granted > 0 && !opts.message) {
+      this.endLease(ctx.accountId);
+      this.leases.set(ctx.accountId, {
+        win,
+        period: period.start.getTime(),
+        reqKey: keys[0],
+        callsKey: keys[2],
+        left: granted - 1,
+        counted: requests,
+        calls,
+        until: Date.now() + LEASE_MS,
+      });
+    }
+    this.reconcileSoon(ctx.accountId, keys[2], period);
+    const extra = Math.max(0, granted - 1);
+    return outcome(ctx, now, verdict, requests - extra, calls - extra);
+  }
+
+  /**
+   * Tokens to ask for: double the last grant when it was used up within its second (the
+   * account is busy in this process), halve it when its time ran out with tokens left.
+   */
+  private nextLeaseSize(accountId: string): number {
+    const last = this.leases.get(accountId);
+    let size = this.leaseSize.get(accountId) ?? 1;
+    if (last && last.left === 0 && Date.now() < last.until) size = Math.min(MAX_LEASE, size * 2);
+    else if (last && last.left > 0) size = Math.max(1, Math.floor(size / 2));
+    if (size === 1) this.leaseSize.delete(accountId);
+    else {
+      if (this.leaseSize.size >= 100_000) this.leaseSize.clear();
+      this.leaseSize.set(accountId, size);
+    }
+    return size;
+  }
+
+  /** Ends an account's lease, giving its unused tokens back. */
+  private endLease(accountId: string): void {
+    const lease = this.leases.get(accountId);
+    if (!lease) return;
+    this.leases.delete(accountId);
+    if (lease.left > 0 && this.redis.status === 'ready') this.redis.chasquiReturn(lease.reqKey, lease.callsKey, lease.left).catch(() => {});
+  }
+
+  /** Ends leases whose time is up (all of them at shutdown); idle accounts start small again. */
+  private endLeases(all: boolean): void {
+    const t = Date.now();
+    for (const [accountId, lease] of this.leases) {
+      if (!all && lease.until > t) continue;
+      if (lease.left > 0) {
+        const size = Math.floor((this.leaseSize.get(accountId) ?? 1) / 2);
+        if (size > 1) this.leaseSize.set(accountId, size);
+        else this.leaseSize.delete(accountId);
+      }
+      this.endLease(accountId);
+    }
   }
 
   /** At most once a minute per counter, off the request path: raise it to the database's count. */
-  private reconcileSoon(callsKey: string, period: Period, opts: AdmitOptions): void {
+  private reconcileSoon(accountId: string, callsKey: string, period: Period): void {
     const last = this.reconciled.get(callsKey);
     const t = Date.now();
     if (last === undefined) {
@@ -282,20 +443,22 @@ export class RedisLimiter implements Limiter {
     }
     if (t - last < RECONCILE_MS) return;
     this.reconciled.set(callsKey, t);
-    void opts
-      .recordedApiCalls(period)
+    void this.recordedApiCalls(accountId, period)
       .then((n) => this.redis.chasquiRaise(callsKey, n))
       .catch(() => {});
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.sweep);
+    this.endLeases(true);
     try {
       if (this.redis.status === 'ready') await this.redis.quit();
     } catch {
       /* closing anyway */
     }
     this.redis.disconnect();
+    this.subscriber.disconnect();
     await this.fallback.close();
   }
 }

@@ -22,26 +22,28 @@ export interface AdmitOptions {
   ip: string;
   /** POST /messages: counts against the message cap too. */
   message: boolean;
-  /**
-   * API calls of the quota month already recorded (database plus this process's unwritten
-   * batch). Seeds the shared quota counter the first time an account is seen in a period.
-   */
-  recordedApiCalls: (period: Period) => Promise<number>;
 }
+
+/**
+ * API calls of the quota month already recorded (database plus this process's unwritten
+ * batch): the usage meter. Seeds the quota counter the first time an account is seen in a period.
+ */
+export type RecordedApiCalls = (accountId: string, period: Period) => Promise<number>;
 
 export interface Limiter {
   /**
-   * IP block for invalid keys: true while the IP is known to be blocked. A cheap pre-check
-   * (Redis: only blocks this process has seen); `invalidKey` and `admit` check the shared state.
+   * IP block for invalid keys: true while the IP is known to be blocked. A synchronous pre-check
+   * (Redis: blocks this process set or heard of); `invalidKey` and `admit` check the shared state.
    */
-  ipBlocked(ip: string): Promise<boolean>;
+  ipBlocked(ip: string): boolean;
   /** Counts one 401 for the IP; true when the IP is blocked (already, or by this 21st hit). */
   invalidKey(ip: string): Promise<boolean>;
   /**
    * IP block, minute caps, then the monthly API quota (decisions.md, order of checks). Consumes the
    * request cap, the message cap (for a send) and one API call only when all of them admit it.
+   * Synchronous when the answer is known locally (the hot path), a promise otherwise.
    */
-  admit(ctx: AccountLimitsCtx, opts: AdmitOptions): Promise<CapOutcome>;
+  admit(ctx: AccountLimitsCtx, opts: AdmitOptions): CapOutcome | Promise<CapOutcome>;
   close(): Promise<void>;
 }
 
@@ -59,8 +61,14 @@ export interface UsageMeter {
   countApiCall(accountId: string): void;
   /** API calls of the period written to the database plus this process's unwritten batch. */
   recordedApiCalls(accountId: string, period: Period): Promise<number>;
-  /** Current usage of the quota month. */
+  /** Current usage of the quota month: what the database recorded plus this process's batch. */
   snapshot(accountId: string): Promise<UsageSnapshot>;
+  /** Usage of `period` as the database recorded it (without this process's unwritten batch). */
+  recorded(accountId: string, period: Period): Promise<UsageSnapshot>;
+  /** API calls counted by this process and not yet written. */
+  pendingApiCalls(accountId: string, period: Period): number;
+  /** Batches written so far (reads of the database from before the last one are stale). */
+  readonly writes: number;
   /** Writes pending counts now (shutdown, tests). */
   flush(): Promise<void>;
   close(): Promise<void>;

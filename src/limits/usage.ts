@@ -9,12 +9,25 @@ import type { UsageMeter, UsageSnapshot } from './types.js';
 
 export const FLUSH_EVERY_MS = 5_000;
 
+/** API calls not yet written: account id → quota period start (ms) → calls. */
+type Counts = Map<string, Map<number, number>>;
+
+const countOf = (counts: Counts, accountId: string, period: number): number => counts.get(accountId)?.get(period) ?? 0;
+
+function add(counts: Counts, accountId: string, period: number, n: number): void {
+  const periods = counts.get(accountId);
+  if (periods) periods.set(period, (periods.get(period) ?? 0) + n);
+  else counts.set(accountId, new Map([[period, n]]));
+}
+
 export class DbUsageMeter implements UsageMeter {
-  private pending = new Map<string, { period: number; n: number }>();
+  private pending: Counts = new Map();
   /** The batch being written: still counted by snapshots until its write commits. */
-  private writing = new Map<string, { period: number; n: number }>();
+  private writing: Counts = new Map();
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
+  /** Batches written so far: a read of the database counters older than the last one is stale. */
+  writes = 0;
 
   constructor(
     private readonly db: Db,
@@ -28,17 +41,13 @@ export class DbUsageMeter implements UsageMeter {
   }
 
   countApiCall(accountId: string): void {
-    const period = quotaPeriod(this.clock.now()).start.getTime();
-    const key = `${accountId}:${period}`;
-    const cur = this.pending.get(key);
-    if (cur) cur.n += 1;
-    else this.pending.set(key, { period, n: 1 });
+    add(this.pending, accountId, quotaPeriod(this.clock.now()).start.getTime(), 1);
   }
 
   /** Calls counted in memory but not yet written, for this account and period. */
   pendingApiCalls(accountId: string, period: Period): number {
-    const key = `${accountId}:${period.start.getTime()}`;
-    return (this.pending.get(key)?.n ?? 0) + (this.writing.get(key)?.n ?? 0);
+    const p = period.start.getTime();
+    return countOf(this.pending, accountId, p) + countOf(this.writing, accountId, p);
   }
 
   async recordedApiCalls(accountId: string, period: Period): Promise<number> {
@@ -56,12 +65,9 @@ export class DbUsageMeter implements UsageMeter {
     const batch = this.pending;
     this.pending = new Map();
     this.writing = batch;
-    const rows = [...batch.entries()].map(([key, v]) => ({
-      account_id: key.slice(0, key.indexOf(':')),
-      period_start: new Date(v.period),
-      resource: 'apiCalls',
-      count: v.n,
-    }));
+    const rows = [...batch].flatMap(([accountId, periods]) =>
+      [...periods].map(([period, count]) => ({ account_id: accountId, period_start: new Date(period), resource: 'apiCalls', count })),
+    );
     try {
       await this.db
         .insertInto('usage_counters')
@@ -70,13 +76,10 @@ export class DbUsageMeter implements UsageMeter {
           oc.columns(['account_id', 'period_start', 'resource']).doUpdateSet({ count: sql`usage_counters.count + excluded.count` }),
         )
         .execute();
+      this.writes += 1;
     } catch (e) {
       // Put the counts back so a database hiccup loses nothing; the next flush retries.
-      for (const [k, v] of batch) {
-        const cur = this.pending.get(k);
-        if (cur) cur.n += v.n;
-        else this.pending.set(k, v);
-      }
+      for (const [accountId, periods] of batch) for (const [period, n] of periods) add(this.pending, accountId, period, n);
       throw e;
     } finally {
       this.writing = new Map();
@@ -85,7 +88,12 @@ export class DbUsageMeter implements UsageMeter {
 
   async snapshot(accountId: string): Promise<UsageSnapshot> {
     const period = quotaPeriod(this.clock.now());
-    // Both reads at once (two pooled connections on PostgreSQL): GET /me waits one round trip.
+    const recorded = await this.recorded(accountId, period);
+    return { ...recorded, apiCalls: recorded.apiCalls + this.pendingApiCalls(accountId, period) };
+  }
+
+  async recorded(accountId: string, period: Period): Promise<UsageSnapshot> {
+    // Both reads at once (two pooled connections on PostgreSQL): one round trip of waiting.
     const [counts, contacts] = await Promise.all([
       readCounters(this.db, accountId, period),
       this.db
@@ -96,7 +104,7 @@ export class DbUsageMeter implements UsageMeter {
     ]);
     return {
       period,
-      apiCalls: (counts.apiCalls ?? 0) + this.pendingApiCalls(accountId, period),
+      apiCalls: counts.apiCalls ?? 0,
       webhookDeliveries: counts.webhookDeliveries ?? 0,
       contacts: contacts.n,
       automationSteps: counts.automationSteps ?? 0,

@@ -128,7 +128,9 @@ async function syncedTemplate(n: CloudNumber, t: Record<string, unknown>): Promi
 }
 
 const namedTemplate = (name: string, status = 'APPROVED') => ({
-  id: digits(16),
+  // Meta's template ids are 15–16 digit numbers (webhooks send them as JSON numbers): no leading
+  // zero, and below 2^53 so the number keeps every digit.
+  id: `1${digits(14)}`,
   name,
   language: 'es_AR',
   status,

@@ -3,6 +3,7 @@
 import { type AddressInfo, connect, createServer, type Server, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../../src/lib/ids.js';
 import { startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 // A fixed minute start: requests of one test never straddle a window by accident.
@@ -241,6 +242,65 @@ describe('monthly quotas (api.md §8)', () => {
     await app.rt.services.usage.flush();
     expect(Number(await written())).toBe(5);
     expect((await usageOf(app, acc.id)).apiCalls).toBe(5);
+  });
+});
+
+describe('GET /me from memory (issue "Measure ourselves": /me without database reads in steady state)', () => {
+  const meText = async (acc: TestAccount) => {
+    const res = await fetch(`${app.url}/api/v1/me`, { headers: { authorization: `Bearer ${acc.key}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    return res.text();
+  };
+
+  it('the text served from memory is the operator\'s fresh view byte for byte, and "the usage counter may lag" never means going back: apiCalls across a batch write', async () => {
+    nextMinute(app);
+    const acc = await app.createAccount();
+    for (let i = 0; i < 3; i++) await meText(acc);
+    const fourth = JSON.parse(await meText(acc));
+    expect(fourth.usage.apiCalls).toBe(4);
+    // The operator view reads the database now; /me answers from its kept text.
+    expect(await meText(acc)).toBe(JSON.stringify((await app.admin('GET', `/accounts/${acc.id}`)).body));
+    await app.rt.services.usage.flush();
+    expect(JSON.parse(await meText(acc)).usage.apiCalls).toBe(6);
+    expect(JSON.parse(await meText(acc)).usage.apiCalls).toBe(7);
+  });
+
+  it('a write through this process shows at once: a contact made by POST /contacts or by an inbound message, a number connected by the operator, a plan change', async () => {
+    nextMinute(app);
+    const acc = await app.createAccount();
+    const before = JSON.parse(await meText(acc));
+    expect(before.usage.contacts).toBe(0);
+    expect(before.phoneNumbers).toHaveLength(1);
+
+    expect((await acc.call('POST', '/contacts', { phone: customer(), name: 'Ana' })).status).toBe(201);
+    expect(JSON.parse(await meText(acc)).usage.contacts).toBe(1);
+    await openConversation(app, acc);
+    expect(JSON.parse(await meText(acc)).usage.contacts).toBe(2);
+
+    const pn = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: '+54 9 11 4555-0101', provider: 'sandbox' });
+    expect(pn.status).toBe(201);
+    expect(JSON.parse(await meText(acc)).phoneNumbers.map((n: { id: string }) => n.id)).toContain(pn.body.id);
+    expect((await app.admin('PATCH', `/accounts/${acc.id}/phone-numbers/${pn.body.id}`, { status: 'disconnected' })).status).toBe(200);
+    const numbers = JSON.parse(await meText(acc)).phoneNumbers;
+    expect(numbers.find((n: { id: string }) => n.id === pn.body.id).status).toBe('disconnected');
+
+    expect((await app.admin('PATCH', `/accounts/${acc.id}`, { plan: 'enterprise' })).status).toBe(200);
+    expect(JSON.parse(await meText(acc)).plan).toBe('enterprise');
+  });
+
+  it('a change made elsewhere (another process, straight in the database) shows within the 2 s the view is kept', async () => {
+    nextMinute(app);
+    const acc = await app.createAccount();
+    expect(JSON.parse(await meText(acc)).usage.contacts).toBe(0);
+    const now = new Date();
+    await app.rt.services.db
+      .insertInto('contacts')
+      .values({ id: newId(), account_id: acc.id, phone: customer(), created_at: now, updated_at: now })
+      .execute();
+    expect(JSON.parse(await meText(acc)).usage.contacts).toBe(0);
+    await new Promise((r) => setTimeout(r, 2_100));
+    expect(JSON.parse(await meText(acc)).usage.contacts).toBe(1);
   });
 });
 
@@ -484,4 +544,59 @@ describe('shared state (issue "Limits" §5)', () => {
       await a1.close();
     }
   });
+  it.skipIf(!redisUrl)(
+    'a busy account is decided from a lease: far fewer Redis round trips than requests, the shared count ends exactly at the requests served',
+    async () => {
+      const prefix = `chasqui-test-lease-${process.pid}-${Date.now()}`;
+      const a = await startTestApp({ env: { REDIS_KEY_PREFIX: prefix } });
+      const monitor = await new Redis(redisUrl!).monitor();
+      let roundTrips = 0;
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        // EVALSHA sha numkeys key…: the admission script touches the account's request counter first.
+        if (String(args[0]).toLowerCase() === 'evalsha' && String(args[3] ?? '').startsWith(`${prefix}:req:`)) roundTrips += 1;
+      });
+      const direct = new Redis(redisUrl!);
+      try {
+        a.clock.set(MINUTE);
+        const acc = await a.createAccount({ plan: 'enterprise', limits: { requestsPerMinute: 100_000 } });
+        let served = 0;
+        for (let batch = 0; batch < 20; batch++) {
+          const answers = await Promise.all(Array.from({ length: 20 }, () => acc.call('GET', '/templates')));
+          served += answers.filter((r) => r.status === 200).length;
+        }
+        expect(served).toBe(400);
+        console.log(`lease test: ${roundTrips} admission round trips for 400 requests`);
+        expect(roundTrips).toBeGreaterThan(0);
+        expect(roundTrips).toBeLessThan(100);
+        const reqKey = `${prefix}:req:${acc.id}:${MINUTE}`;
+        // Tokens held by the lease are counted until it ends; closing gives them back.
+        expect(Number(await direct.get(reqKey))).toBeGreaterThanOrEqual(400);
+        await a.close();
+        expect(Number(await direct.get(reqKey))).toBe(400);
+      } finally {
+        await a.close();
+        monitor.disconnect();
+        direct.disconnect();
+      }
+    },
+  );
+
+  it.skipIf(!redisUrl)(
+    'near the cap every request is decided in Redis: a cap of 50 admits exactly 50 of 80 concurrent requests, Remaining counts down 49…0 without a gap',
+    async () => {
+      const a = await startTestApp();
+      try {
+        a.clock.set(MINUTE);
+        const acc = await a.createAccount({ plan: 'enterprise', limits: { requestsPerMinute: 50 } });
+        const answers = await Promise.all(Array.from({ length: 80 }, () => acc.call('GET', '/templates')));
+        const ok = answers.filter((r) => r.status === 200);
+        expect(ok).toHaveLength(50);
+        expect(answers.filter((r) => r.status === 429)).toHaveLength(30);
+        const remaining = ok.map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((x, y) => x - y);
+        expect(remaining).toEqual(Array.from({ length: 50 }, (_, i) => i));
+      } finally {
+        await a.close();
+      }
+    },
+  );
 });
