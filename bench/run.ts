@@ -431,7 +431,7 @@ async function casesFigure(server: Server) {
 
 /** Webhook deliveries/s to a loopback receiver, and event-to-delivery latency at 500 events/s. */
 async function webhookFigures() {
-  const arrivals: { at: number; createdAt: number }[] = [];
+  const arrivals: { at: number; createdAt: number; id: string }[] = [];
   const receiver = createServer((req, res) => {
     let body = '';
     req.on('data', (d) => {
@@ -439,7 +439,7 @@ async function webhookFigures() {
     });
     req.on('end', () => {
       try {
-        arrivals.push({ at: Date.now(), createdAt: Date.parse(JSON.parse(body).createdAt) });
+        arrivals.push({ at: Date.now(), createdAt: Date.parse(JSON.parse(body).createdAt), id: String(req.headers['webhook-id']) });
       } catch {
         /* count only envelopes */
       }
@@ -503,9 +503,14 @@ async function webhookFigures() {
     headers: { authorization: `Bearer ${keyed.key}`, 'content-type': 'application/json' },
     requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ phone: nextPhone(4) }) }) }],
   });
+  // autocannon counts the answers it read; requests in flight when it stops still create
+  // contacts, so a few more events than `expected` may arrive. Duplicates are told apart by
+  // webhook-id (a second send of one event).
   const expected = r.requests - r.non2xx;
   const until = Date.now() + 30_000;
   while (arrivals.length < expected && Date.now() < until) await sleep(50);
+  await sleep(500);
+  const unique = new Set(arrivals.map((a) => a.id)).size;
   const lat = arrivals.map((a) => a.at - a.createdAt);
   record({
     figure: 'event-to-delivery latency at 500 events/s',
@@ -515,8 +520,8 @@ async function webhookFigures() {
     floorValue: null,
     ratio: null,
     goal: '≤ 250',
-    pass: quantile(lat, 0.99) <= 250 && arrivals.length >= expected,
-    note: `p50 ${quantile(lat, 0.5)} ms, ${arrivals.length}/${expected} delivered, ${Math.round(r.rps)} events/s`,
+    pass: quantile(lat, 0.99) <= 250 && unique >= expected,
+    note: `p50 ${quantile(lat, 0.5)} ms, ${unique} events delivered (${expected} answered 201), ${arrivals.length - unique} duplicates, ${Math.round(r.rps)} events/s`,
   });
   await server.stop();
   receiver.close();
