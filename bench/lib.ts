@@ -176,8 +176,21 @@ export const UNLIMITED = {
   contacts: null,
 };
 
+/** CPU time (user + system, ms) a process has used so far, from /proc (Linux). */
+export function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    // utime and stime are fields 14 and 15 of stat(5), in clock ticks (100 per second on Linux).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 export interface LoadResult {
   rps: number;
+  /** Server CPU per answered request (µs), when the load was given the server's pid. */
+  cpuUs?: number;
   p50: number;
   p99: number;
   requests: number;
@@ -188,12 +201,15 @@ export interface LoadResult {
 /** WARMUP_SECONDS of the same load, not counted, before the measured run. */
 const WARMUP_SECONDS = 2;
 
-export async function load(opts: autocannon.Options & { warmup?: boolean }): Promise<LoadResult> {
-  const { warmup, ...options } = opts;
+export async function load(opts: autocannon.Options & { warmup?: boolean; pid?: number }): Promise<LoadResult> {
+  const { warmup, pid, ...options } = opts;
   if (warmup) await autocannon({ connections: 32, pipelining: 1, ...options, duration: WARMUP_SECONDS });
+  const cpuBefore = cpuMs(pid);
   const r = await autocannon({ duration: 8, connections: 32, pipelining: 1, ...options });
+  const cpu = cpuMs(pid) - cpuBefore;
   return {
     rps: r.requests.average,
+    ...(pid !== undefined && Number.isFinite(cpu) && r.requests.total > 0 ? { cpuUs: (cpu * 1000) / r.requests.total } : {}),
     p50: r.latency.p50,
     p99: r.latency.p99,
     requests: r.requests.total,

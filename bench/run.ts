@@ -89,13 +89,15 @@ async function meFigures(server: Server) {
     // Each target is warmed up first (JIT), bare node:http included, so no figure pays for its
     // compilation. The four targets are measured in turn, ROUNDS times, and each figure is the
     // mean of its rounds: a slow moment of the shared machine lands on all of them alike.
+    // Each server's CPU time per request is read from /proc as well: throughput depends on the
+    // machine's moment, CPU per request on the code (see docs/performance.md).
     const targets = {
-      bare: { url: `http://127.0.0.1:${port}/api/v1/me` },
-      on: { url: `${server.url}/api/v1/me`, headers: { authorization: `Bearer ${limited.key}` } },
-      off: { url: `${offServer.url}/api/v1/me`, headers: { authorization: `Bearer ${offAccount.key}` } },
+      bare: { url: `http://127.0.0.1:${port}/api/v1/me`, pid: floor.pid },
+      on: { url: `${server.url}/api/v1/me`, headers: { authorization: `Bearer ${limited.key}` }, pid: server.proc.pid },
+      off: { url: `${offServer.url}/api/v1/me`, headers: { authorization: `Bearer ${offAccount.key}` }, pid: offServer.proc.pid },
       // Where the gap to bare node:http goes: the framework alone (GET /healthz: Fastify, request
       // id, no auth, no database), then auth + limits + the account's view.
-      framework: { url: `${server.url}/healthz` },
+      framework: { url: `${server.url}/healthz`, pid: server.proc.pid },
     };
     const runs: Record<keyof typeof targets, LoadResult[]> = { bare: [], on: [], off: [], framework: [] };
     for (let round = 0; round < ROUNDS; round++) {
@@ -105,7 +107,9 @@ async function meFigures(server: Server) {
     }
     const [bare, on, off, framework] = (['bare', 'on', 'off', 'framework'] as const).map((name) => meanOf(runs[name]));
     const rounds = (name: keyof typeof runs) => runs[name].map((r) => fmt(r.rps)).join(' / ');
+    const cpu = (r: LoadResult) => (r.cpuUs === undefined ? '?' : r.cpuUs.toFixed(1));
     console.log(`  rounds — bare ${rounds('bare')}; /me ${rounds('on')}; limits off ${rounds('off')}; /healthz ${rounds('framework')}`);
+    console.log(`  server CPU per request (µs) — bare ${cpu(bare)}; /me ${cpu(on)}; limits off ${cpu(off)}; /healthz ${cpu(framework)}`);
     checkClean('GET /me', on);
     checkClean('GET /me (limits off)', off);
     record({
@@ -139,7 +143,7 @@ async function meFigures(server: Server) {
       ratio: on.rps / off.rps,
       goal: '≥ 0.90',
       pass: on.rps / off.rps >= 0.9,
-      note: `overhead ${((off.rps / on.rps - 1) * 100).toFixed(1)} %${process.env.REDIS_URL ? ', Redis counters' : ', memory counters'}`,
+      note: `overhead ${((off.rps / on.rps - 1) * 100).toFixed(1)} % by throughput, ${cpuOverhead(on, off)} by server CPU per request${process.env.REDIS_URL ? ', Redis counters' : ', memory counters'}`,
     });
   } finally {
     floor.kill();
@@ -151,9 +155,12 @@ async function meFigures(server: Server) {
 /** Rounds of the GET /me figures (each target measured this many times, in turn). */
 const ROUNDS = 2;
 
-/** Mean throughput of several runs; latency of the worst, error counts summed. */
+/** Mean throughput of several runs (CPU per request over all of them); worst latency; errors summed. */
 function meanOf(rs: LoadResult[]): LoadResult {
+  const requests = rs.reduce((t, r) => t + r.requests, 0);
+  const cpu = rs.every((r) => r.cpuUs !== undefined) ? rs.reduce((t, r) => t + (r.cpuUs ?? 0) * r.requests, 0) / requests : undefined;
   return {
+    ...(cpu === undefined ? {} : { cpuUs: cpu }),
     rps: rs.reduce((t, r) => t + r.rps, 0) / rs.length,
     p50: Math.max(...rs.map((r) => r.p50)),
     p99: Math.max(...rs.map((r) => r.p99)),
@@ -162,6 +169,9 @@ function meanOf(rs: LoadResult[]): LoadResult {
     errors: rs.reduce((t, r) => t + r.errors, 0),
   };
 }
+
+const cpuOverhead = (on: LoadResult, off: LoadResult): string =>
+  on.cpuUs === undefined || off.cpuUs === undefined ? '?' : `${((on.cpuUs / off.cpuUs - 1) * 100).toFixed(1)} %`;
 
 function checkClean(what: string, r: LoadResult) {
   if (r.non2xx > 0 || r.errors > 0) console.log(`  ! ${what}: ${r.non2xx} non-2xx answers, ${r.errors} errors in ${r.requests} requests`);

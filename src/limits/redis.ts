@@ -135,7 +135,7 @@ const MAX_KNOWN_BLOCKS = 10_000;
 const RECONCILE_MS = 60_000;
 /** A lease's lifetime (real time): unused tokens go back to Redis after it. */
 export const LEASE_MS = 1_000;
-const MAX_LEASE = 1_024;
+const MAX_LEASE = 4_096;
 /** A lease takes at most this fraction (1/n) of what is left under a cap. */
 const LEASE_SHARE = 16;
 
