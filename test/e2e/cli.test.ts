@@ -36,6 +36,17 @@ interface Run {
   stderr: string;
 }
 
+/** True when nothing listens on the port any more (a connection is refused). */
+const refused = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const c = connect(port, '127.0.0.1');
+    c.on('connect', () => {
+      c.destroy();
+      resolve(false);
+    });
+    c.on('error', () => resolve(true));
+  });
+
 /** Runs one CLI command to its end. */
 function cli(args: string[], env: Record<string, string>): Promise<Run> {
   return new Promise((resolve) => {
@@ -180,20 +191,7 @@ describe('npm start: first start on an empty DATA_DIR, restart, SIGTERM', () => 
     const t0 = Date.now();
     first.proc.kill('SIGTERM');
     // The listener closes: a new connection is refused while the old one is still served.
-    await expect
-      .poll(
-        () =>
-          new Promise<boolean>((resolve) => {
-            const c = connect(port, '127.0.0.1');
-            c.on('connect', () => {
-              c.destroy();
-              resolve(false);
-            });
-            c.on('error', () => resolve(true));
-          }),
-        { timeout: 10_000, interval: 50 },
-      )
-      .toBe(true);
+    await expect.poll(() => refused(port), { timeout: 10_000, interval: 50 }).toBe(true);
     sock.write(body.slice(10));
     await closed;
     expect(answer).toMatch(/HTTP\/1\.1 201 Created/);
@@ -256,16 +254,7 @@ describe('npm start under a process manager', () => {
     npm.kill('SIGTERM');
     await exited;
     await expect.poll(() => out.includes('shutting down'), { timeout: 5_000, interval: 50 }).toBe(true);
-    const refused = () =>
-      new Promise<boolean>((resolve) => {
-        const c = connect(port, '127.0.0.1');
-        c.on('connect', () => {
-          c.destroy();
-          resolve(false);
-        });
-        c.on('error', () => resolve(true));
-      });
-    await expect.poll(refused, { timeout: 10_000, interval: 50 }).toBe(true);
+    await expect.poll(() => refused(port), { timeout: 10_000, interval: 50 }).toBe(true);
   }, 60_000);
 });
 
