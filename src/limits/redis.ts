@@ -153,6 +153,9 @@ interface Lease {
   calls: number;
   /** Real time the lease ends. */
   until: number;
+  /** The caps it was granted under: a changed override (PATCH limits) ends it. */
+  rpm: number | null;
+  quota: number | null;
 }
 
 export interface RedisLimiterOptions {
@@ -316,7 +319,7 @@ export class RedisLimiter implements Limiter {
     if (opts.message) return this.admitRemote(ctx, opts, now);
     const lease = this.leases.get(ctx.accountId);
     if (lease && lease.left > 0 && lease.win === windowStart(now) && lease.period === periodOf(now).start.getTime()) {
-      if (Date.now() < lease.until) {
+      if (Date.now() < lease.until && lease.rpm === rpm && lease.quota === quota) {
         lease.left -= 1;
         return outcome(ctx, now, 'ok', lease.counted - lease.left, lease.calls - lease.left);
       }
@@ -348,6 +351,10 @@ export class RedisLimiter implements Limiter {
     ] as const;
     const { requestsPerMinute: rpm, messagesPerMinute: mpm, apiCallsPerMonth: quota } = ctx.limits;
     const wanted = opts.message ? 1 : this.nextLeaseSize(ctx.accountId);
+    // A request that is not a send got here because its lease is used up, over, or granted under
+    // other caps: give back what is left first (the same connection keeps the order), so the
+    // decision below counts only requests actually served.
+    if (!opts.message) this.endLease(ctx.accountId);
     const args = (skipQuota: boolean) =>
       [rpm ?? -1, mpm ?? -1, opts.message ? 1 : 0, quota ?? -1, KEY_TTL_MS, skipQuota ? 1 : 0, now, wanted, LEASE_SHARE] as (
         | string
@@ -375,7 +382,6 @@ export class RedisLimiter implements Limiter {
     const verdict = VERDICTS[code] ?? 'ok';
     if (verdict === 'blocked') this.rememberBlock(opts.ip, calls);
     if (granted > 0 && !opts.message) {
-      this.endLease(ctx.accountId);
       this.leases.set(ctx.accountId, {
         win,
         period: period.start.getTime(),
@@ -385,6 +391,8 @@ export class RedisLimiter implements Limiter {
         counted: requests,
         calls,
         until: Date.now() + LEASE_MS,
+        rpm,
+        quota,
       });
     }
     this.reconcileSoon(ctx.accountId, keys[2], period);

@@ -582,6 +582,27 @@ describe('shared state (issue "Limits" §5)', () => {
   );
 
   it.skipIf(!redisUrl)(
+    '"overrides apply at once" with a lease held: lowering the cap mid-minute leaves exactly the difference (unused tokens go back first)',
+    async () => {
+      const a = await startTestApp();
+      try {
+        a.clock.set(MINUTE);
+        const acc = await a.createAccount({ plan: 'enterprise', limits: { requestsPerMinute: 100_000 } });
+        for (let batch = 0; batch < 10; batch++) {
+          const answers = await Promise.all(Array.from({ length: 20 }, () => acc.call('GET', '/templates')));
+          expect(answers.every((r) => r.status === 200)).toBe(true);
+        }
+        expect((await a.admin('PATCH', `/accounts/${acc.id}`, { limits: { requestsPerMinute: 250 } })).status).toBe(200);
+        const answers = await Promise.all(Array.from({ length: 80 }, () => acc.call('GET', '/templates')));
+        expect(answers.filter((r) => r.status === 200)).toHaveLength(50);
+        expect(answers.filter((r) => r.status === 429).every((r) => r.headers.get('x-ratelimit-limit') === '250')).toBe(true);
+      } finally {
+        await a.close();
+      }
+    },
+  );
+
+  it.skipIf(!redisUrl)(
     'near the cap every request is decided in Redis: a cap of 50 admits exactly 50 of 80 concurrent requests, Remaining counts down 49…0 without a gap',
     async () => {
       const a = await startTestApp();
