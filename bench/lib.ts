@@ -2,7 +2,7 @@
 // built CLI, exactly what `npm start` runs), a fresh database per run, the operator API, and
 // autocannon runs reduced to the few numbers we print.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -62,6 +62,17 @@ export interface Server {
   output(): string;
 }
 
+const tempDirs: string[] = [];
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'chasqui-bench-'));
+  tempDirs.push(dir);
+  return dir;
+}
+/** Removes the data directories the servers of this run were given (call once they are stopped). */
+export function removeTempDirs(): void {
+  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
 /** Starts `node dist/cli/main.js serve` and waits until /readyz answers 200. */
 export async function startServer(env: Record<string, string>, opts: { port?: number } = {}): Promise<Server> {
   const port = opts.port ?? (await freePort());
@@ -75,7 +86,7 @@ export async function startServer(env: Record<string, string>, opts: { port?: nu
     LOG_LEVEL: 'warn',
     SANDBOX_AUTO_STATUS: 'off',
     ALLOW_PRIVATE_WEBHOOKS: 'on',
-    DATA_DIR: mkdtempSync(join(tmpdir(), 'chasqui-bench-')),
+    DATA_DIR: env.DATA_DIR ?? tempDir(),
     NODE_ENV: 'production',
     ...env,
   };

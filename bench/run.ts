@@ -23,6 +23,7 @@ import {
   load,
   must,
   quantile,
+  removeTempDirs,
   type Server,
   sleep,
   startServer,
@@ -65,8 +66,11 @@ async function serverEnv(tag: string) {
   return { env, db };
 }
 
-/** Figure 1 and the limits figure of issue 3: GET /me against bare node:http, and caps on vs off. */
-async function meFigures(server: Server) {
+/**
+ * Figure 1 and the limits figure of issue 3: GET /me against bare node:http, and caps on vs off.
+ * Returns the bench server, started again (the rounds run their own processes on its data).
+ */
+async function meFigures(server: Server): Promise<Server> {
   const limited = await benchAccount(server.url, {
     ...UNLIMITED,
     requestsPerMinute: 1_000_000_000,
@@ -81,28 +85,38 @@ async function meFigures(server: Server) {
   });
   await new Promise((r) => floor.stdout?.once('data', r));
   // "Limits off": the same server code with LIMITS=off (no caps, quota or IP block at all), on a
-  // database of the same kind, measured right after the "on" run.
+  // database of the same kind.
   const { env: offEnv, db: offDb } = await serverEnv('benchoff');
-  const offServer = await startServer({ ...offEnv, LIMITS: 'off' });
+  let offServer = await startServer({ ...offEnv, LIMITS: 'off' });
   try {
     const offAccount = await benchAccount(offServer.url, UNLIMITED, 'bench-off');
-    // Each target is warmed up first (JIT), bare node:http included, so no figure pays for its
-    // compilation. The four targets are measured in turn, ROUNDS times, and each figure is the
-    // mean of its rounds: a slow moment of the shared machine lands on all of them alike.
-    // Each server's CPU time per request is read from /proc as well: throughput depends on the
-    // machine's moment, CPU per request on the code (see docs/performance.md).
-    const targets = {
-      bare: { url: `http://127.0.0.1:${port}/api/v1/me`, pid: floor.pid },
-      on: { url: `${server.url}/api/v1/me`, headers: { authorization: `Bearer ${limited.key}` }, pid: server.proc.pid },
-      off: { url: `${offServer.url}/api/v1/me`, headers: { authorization: `Bearer ${offAccount.key}` }, pid: offServer.proc.pid },
-      // Where the gap to bare node:http goes: the framework alone (GET /healthz: Fastify, request
-      // id, no auth, no database), then auth + limits + the account's view.
-      framework: { url: `${server.url}/healthz`, pid: server.proc.pid },
-    };
-    const runs: Record<keyof typeof targets, LoadResult[]> = { bare: [], on: [], off: [], framework: [] };
+    await offServer.stop();
+    // Two processes running the same code differ here by up to ±15 % for their whole life (where
+    // V8 puts things), more than the limits cost. So each round starts a fresh process for /me
+    // (on the bench database) and for limits off, warms every target up (JIT; bare node:http
+    // too), and measures the four in turn; each figure is the mean of its rounds. Each server's
+    // CPU time per request is read from /proc too (docs/performance.md).
+    const runs: Record<'bare' | 'on' | 'off' | 'framework', LoadResult[]> = { bare: [], on: [], off: [], framework: [] };
+    // One process at a time on a data directory (PGlite): the bench server rests meanwhile.
+    await server.stop();
     for (let round = 0; round < ROUNDS; round++) {
-      for (const name of Object.keys(targets) as (keyof typeof targets)[]) {
-        runs[name].push(await load({ ...targets[name], duration: DURATION, connections: CONNECTIONS, warmup: round === 0 }));
+      const onServer = await startServer(server.env, { port: server.port });
+      offServer = await startServer(offServer.env, { port: offServer.port });
+      try {
+        const targets = {
+          bare: { url: `http://127.0.0.1:${port}/api/v1/me`, pid: floor.pid },
+          on: { url: `${onServer.url}/api/v1/me`, headers: { authorization: `Bearer ${limited.key}` }, pid: onServer.proc.pid },
+          off: { url: `${offServer.url}/api/v1/me`, headers: { authorization: `Bearer ${offAccount.key}` }, pid: offServer.proc.pid },
+          // Where the gap to bare node:http goes: the framework alone (GET /healthz: Fastify,
+          // request id, no auth, no database), then auth + limits + the account's view.
+          framework: { url: `${onServer.url}/healthz`, pid: onServer.proc.pid },
+        };
+        for (const name of Object.keys(targets) as (keyof typeof targets)[]) {
+          runs[name].push(await load({ ...targets[name], duration: DURATION, connections: CONNECTIONS, warmup: true }));
+        }
+      } finally {
+        await onServer.stop();
+        await offServer.stop();
       }
     }
     const [bare, on, off, framework] = (['bare', 'on', 'off', 'framework'] as const).map((name) => meanOf(runs[name]));
@@ -150,10 +164,11 @@ async function meFigures(server: Server) {
     await offServer.stop();
     await offDb?.drop();
   }
+  return startServer(server.env, { port: server.port });
 }
 
-/** Rounds of the GET /me figures (each target measured this many times, in turn). */
-const ROUNDS = 2;
+/** Rounds of the GET /me figures (fresh server processes each round, targets measured in turn). */
+const ROUNDS = 3;
 
 /** Mean throughput of several runs (CPU per request over all of them); worst latency; errors summed. */
 function meanOf(rs: LoadResult[]): LoadResult {
@@ -545,9 +560,9 @@ async function main() {
   const only = process.env.BENCH_ONLY?.split(',');
   const want = (name: string) => !only || only.includes(name);
   const { env, db } = await serverEnv('bench');
-  const server = await startServer(env);
+  let server = await startServer(env);
   try {
-    if (want('me')) await meFigures(server);
+    if (want('me')) server = await meFigures(server);
     let contactsRps = Number.NaN;
     if (want('contacts')) contactsRps = await contactFigures(server);
     if (want('messages')) await messageFigure(server, contactsRps);
@@ -558,6 +573,7 @@ async function main() {
     await db?.drop();
   }
   if (want('webhooks')) await webhookFigures();
+  removeTempDirs();
   const out = new URL('./results.json', import.meta.url).pathname;
   writeFileSync(
     out,
