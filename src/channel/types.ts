@@ -1,16 +1,19 @@
 // The channel provider boundary (decisions.md, "Channel"): the sandbox and the WhatsApp Cloud API
 // implement it; the send path and the inbound path never know which one they talk to.
-import type { PhoneNumberRow } from '../db/types.js';
+import type { PhoneNumberRow, TemplateVariable } from '../db/types.js';
 
 export interface OutboundTemplate {
   id: string;
   name: string;
   language: string;
   category: string;
-  /** Body parameters in the template's variable order (api.md §4 fallbacks already applied). */
+  /** Parameters in the template's variable order (api.md §4 fallbacks already applied). */
   parameters: string[];
-  /** The template's variable names in the same order (the Cloud API sends `parameter_name` for named ones). */
-  variableNames?: string[];
+  /**
+   * The template's variables in the same order: names (the Cloud API sends `parameter_name` for
+   * named ones) and the component each goes to (body, header text, URL button).
+   */
+  variables?: Pick<TemplateVariable, 'name' | 'component' | 'button'>[];
 }
 
 export interface SendRequest {

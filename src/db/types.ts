@@ -69,6 +69,13 @@ export interface TemplateVariable {
   name: string;
   label: string;
   example: string;
+  /**
+   * Where the WhatsApp Cloud API takes it: the body (absent), the header text, or the URL of
+   * button number `button` (0-based). A named variable used in the header and in the body is
+   * listed once for each; the API shows each name once.
+   */
+  component?: 'header' | 'button';
+  button?: number;
 }
 
 export interface TemplatesTable {

@@ -146,7 +146,7 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
               language: template.language,
               category: template.category,
               parameters: template.variables.map((v) => vars[v.name] ?? ''),
-              variableNames: template.variables.map((v) => v.name),
+              variables: template.variables,
             },
           }
         : { text: pending.text ?? '' }),

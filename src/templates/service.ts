@@ -26,7 +26,10 @@ export function templateView(t: TemplateRow): TemplateView {
     language: t.language,
     status: t.status,
     body: t.body,
-    variables: t.variables.map((v) => ({ name: v.name, label: v.label, example: v.example })),
+    // Each name once (a Cloud template may use one named variable in its header and its body).
+    variables: t.variables
+      .filter((v, i, all) => all.findIndex((w) => w.name === v.name) === i)
+      .map((v) => ({ name: v.name, label: v.label, example: v.example })),
     createdAt: t.created_at.toISOString(),
     updatedAt: t.updated_at.toISOString(),
   };

@@ -522,6 +522,95 @@ describe('sending through Graph (api.md §4 POST /messages)', () => {
       ],
     });
   });
+  it('a text header and a URL button with variables: header_1 and button_<n> in `variables`, sent as header, body and button components', async () => {
+    const n = await cloudAccount();
+    const tpl = await syncedTemplate(n, {
+      id: `1${digits(14)}`,
+      name: `envio_${digits(6)}`,
+      language: 'es_AR',
+      status: 'APPROVED',
+      category: 'UTILITY',
+      components: [
+        { type: 'HEADER', format: 'TEXT', text: 'Pedido {{1}}', example: { header_text: ['#1001'] } },
+        { type: 'BODY', text: 'Hola {{1}}, tu pedido sale {{2}}.', example: { body_text: [['Ana', 'hoy']] } },
+        {
+          type: 'BUTTONS',
+          buttons: [
+            { type: 'QUICK_REPLY', text: 'Gracias' },
+            { type: 'URL', text: 'Seguir envío', url: 'https://envios.example/{{1}}', example: ['https://envios.example/AB12'] },
+          ],
+        },
+      ],
+    });
+    expect(tpl.variables).toEqual([
+      { name: 'header_1', label: 'Encabezado 1', example: '#1001' },
+      { name: '1', label: expect.any(String), example: 'Ana' },
+      { name: '2', label: expect.any(String), example: 'hoy' },
+      { name: 'button_2', label: 'Botón 2 (Seguir envío)', example: 'AB12' },
+    ]);
+    const r = await n.acc.call('POST', '/messages', {
+      to: customer(),
+      template: { id: tpl.id, variables: { header_1: '#2002', '1': 'Bruno', button_2: 'ZX99' } },
+    });
+    expect(r.status).toBe(201);
+    expect(fake.sends()[0]!.body.template.components).toEqual([
+      { type: 'header', parameters: [{ type: 'text', text: '#2002' }] },
+      {
+        type: 'body',
+        parameters: [
+          { type: 'text', text: 'Bruno' },
+          { type: 'text', text: 'hoy' },
+        ],
+      },
+      { type: 'button', sub_type: 'url', index: '1', parameters: [{ type: 'text', text: 'ZX99' }] },
+    ]);
+  });
+
+  it('a named variable in both header and body is listed once and sent to both, with parameter_name', async () => {
+    const n = await cloudAccount();
+    const tpl = await syncedTemplate(n, {
+      id: `1${digits(14)}`,
+      name: `saludo_${digits(6)}`,
+      language: 'es_AR',
+      status: 'APPROVED',
+      category: 'UTILITY',
+      parameter_format: 'NAMED',
+      components: [
+        {
+          type: 'HEADER',
+          format: 'TEXT',
+          text: 'Hola {{first_name}}',
+          example: { header_text_named_params: [{ param_name: 'first_name', example: 'Ana' }] },
+        },
+        {
+          type: 'BODY',
+          text: '{{first_name}}, tu código es {{code}}.',
+          example: {
+            body_text_named_params: [
+              { param_name: 'first_name', example: 'Ana' },
+              { param_name: 'code', example: '1234' },
+            ],
+          },
+        },
+      ],
+    });
+    expect(tpl.variables.map((v: { name: string }) => v.name)).toEqual(['first_name', 'code']);
+    const r = await n.acc.call('POST', '/messages', {
+      to: customer(),
+      template: { id: tpl.id, variables: { first_name: 'Bruno', code: '9876' } },
+    });
+    expect(r.status).toBe(201);
+    expect(fake.sends()[0]!.body.template.components).toEqual([
+      { type: 'header', parameters: [{ type: 'text', parameter_name: 'first_name', text: 'Bruno' }] },
+      {
+        type: 'body',
+        parameters: [
+          { type: 'text', parameter_name: 'first_name', text: 'Bruno' },
+          { type: 'text', parameter_name: 'code', text: '9876' },
+        ],
+      },
+    ]);
+  });
 });
 
 describe('Graph errors map to api.md §7 (409 / 502 with the reason; nothing retried)', () => {

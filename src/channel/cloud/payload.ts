@@ -1,6 +1,7 @@
 // The Cloud API's JSON, both ways: the body of POST /{phone-number-id}/messages, and the webhook
 // payloads Meta posts to us (messages, statuses, template status updates). Pure functions, no I/O.
 import type { DeliveryStatus } from '../../messages/status.js';
+import type { TemplateVariable } from '../../db/types.js';
 import type { SendRequest } from '../types.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -14,6 +15,10 @@ export interface GraphTextParameter {
   parameter_name?: string;
 }
 
+export type GraphComponent =
+  | { type: 'header' | 'body'; parameters: GraphTextParameter[] }
+  | { type: 'button'; sub_type: 'url'; index: string; parameters: GraphTextParameter[] };
+
 export interface GraphSendBody {
   messaging_product: 'whatsapp';
   recipient_type: 'individual';
@@ -23,17 +28,24 @@ export interface GraphSendBody {
   template?: {
     name: string;
     language: { code: string };
-    components?: { type: 'body'; parameters: GraphTextParameter[] }[];
+    components?: GraphComponent[];
   };
 }
 
 const POSITIONAL = /^\d+$/;
+/** Our names for a positional template's header variables (its body keeps `1`, `2`…). */
+const HEADER_POSITIONAL = /^header_\d+$/;
+
+type SlotVariable = Pick<TemplateVariable, 'name' | 'component' | 'button'>;
 
 /**
- * The documented send body. `variableNames` are the template's variable names in order: positional
- * templates ({{1}}, {{2}}) send bare parameters, named ones add `parameter_name`.
+ * The documented send body. `variables` are the template's variables in order, each with the
+ * component it fills: header text, body, or the URL of a button (Graph's `components`, in that
+ * order). Named templates ({{first_name}}) send `parameter_name` in the header and the body;
+ * positional ones ({{1}}, {{2}}) bare parameters in number order; URL buttons take one bare
+ * parameter each.
  */
-export function buildSendBody(req: SendRequest, variableNames: string[] = []): GraphSendBody {
+export function buildSendBody(req: SendRequest, variables: SlotVariable[] = []): GraphSendBody {
   const base = {
     messaging_product: 'whatsapp' as const,
     recipient_type: 'individual' as const,
@@ -41,18 +53,36 @@ export function buildSendBody(req: SendRequest, variableNames: string[] = []): G
   };
   if (req.template) {
     const t = req.template;
-    const named = variableNames.length > 0 && variableNames.some((n) => !POSITIONAL.test(n));
-    const parameters: GraphTextParameter[] = t.parameters.map((text, i) => {
-      const name = variableNames[i];
-      return named && name ? { type: 'text', parameter_name: name, text } : { type: 'text', text };
+    const named = variables.some((v) => v.component !== 'button' && !POSITIONAL.test(v.name) && !HEADER_POSITIONAL.test(v.name));
+    const header: GraphTextParameter[] = [];
+    const body: GraphTextParameter[] = [];
+    const buttons = new Map<number, GraphTextParameter[]>();
+    t.parameters.forEach((text, i) => {
+      const v = variables[i];
+      if (v?.component === 'button') {
+        const list = buttons.get(v.button ?? 0) ?? [];
+        list.push({ type: 'text', text });
+        buttons.set(v.button ?? 0, list);
+        return;
+      }
+      // The header's positional names are ours (header_1…): Graph only needs their order.
+      const param: GraphTextParameter = named && v ? { type: 'text', parameter_name: v.name, text } : { type: 'text', text };
+      (v?.component === 'header' ? header : body).push(param);
     });
+    const components: GraphComponent[] = [
+      ...(header.length > 0 ? [{ type: 'header' as const, parameters: header }] : []),
+      ...(body.length > 0 ? [{ type: 'body' as const, parameters: body }] : []),
+      ...[...buttons.entries()]
+        .sort(([a], [b]) => a - b)
+        .map(([index, parameters]) => ({ type: 'button' as const, sub_type: 'url' as const, index: String(index), parameters })),
+    ];
     return {
       ...base,
       type: 'template',
       template: {
         name: t.name,
         language: { code: t.language },
-        ...(parameters.length > 0 ? { components: [{ type: 'body' as const, parameters }] } : {}),
+        ...(components.length > 0 ? { components } : {}),
       },
     };
   }

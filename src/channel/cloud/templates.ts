@@ -20,8 +20,15 @@ export interface GraphTemplate {
   parameter_format?: string;
   components?: {
     type?: string;
+    format?: string;
     text?: string;
-    example?: { body_text?: string[][]; body_text_named_params?: { param_name?: string; example?: string }[] };
+    example?: {
+      body_text?: string[][];
+      body_text_named_params?: { param_name?: string; example?: string }[];
+      header_text?: string[];
+      header_text_named_params?: { param_name?: string; example?: string }[];
+    };
+    buttons?: { type?: string; text?: string; url?: string; example?: string[] }[];
   }[];
 }
 
@@ -45,6 +52,48 @@ const PAGE_SIZE = 100;
 const MAX_PAGES = 200;
 const CATEGORIES = new Set(['MARKETING', 'UTILITY', 'AUTHENTICATION']);
 
+const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g;
+const placeholders = (text: string): string[] => [...new Set([...text.matchAll(PLACEHOLDER)].map((m) => m[1]!))];
+
+/**
+ * Variables of a text HEADER (api.md has one `variables` object for the whole template): a
+ * positional header's `{{1}}` is `header_1` (the body's `1` is another value); a named one keeps
+ * its name, so a name used in both header and body is sent once and goes to both.
+ */
+export function headerVariables(part: NonNullable<GraphTemplate['components']>[number] | undefined): TemplateVariable[] {
+  if (!part || (part.format ?? 'TEXT').toUpperCase() !== 'TEXT' || !part.text) return [];
+  const names = placeholders(part.text);
+  if (names.every((n) => /^\d+$/.test(n))) {
+    const examples = part.example?.header_text ?? [];
+    return names
+      .sort((a, b) => Number(a) - Number(b))
+      .map((n) => ({ name: `header_${n}`, label: `Encabezado ${n}`, example: examples[Number(n) - 1] ?? '', component: 'header' }));
+  }
+  const named = new Map((part.example?.header_text_named_params ?? []).map((p) => [p.param_name ?? '', p.example ?? '']));
+  return names.map((n) => ({ name: n, label: n.replace(/_/g, ' '), example: named.get(n) ?? '', component: 'header' }));
+}
+
+/**
+ * Variables of URL buttons with a dynamic suffix (`https://…/{{1}}`): `button_<n>` for the n-th
+ * button (1-based), its example the part of Meta's example URL after the fixed prefix.
+ */
+export function buttonVariables(part: NonNullable<GraphTemplate['components']>[number] | undefined): TemplateVariable[] {
+  return (part?.buttons ?? []).flatMap((b, index) => {
+    if ((b.type ?? '').toUpperCase() !== 'URL' || !b.url || placeholders(b.url).length === 0) return [];
+    const prefix = b.url.slice(0, b.url.search(/\{\{/));
+    const sample = b.example?.[0] ?? '';
+    return [
+      {
+        name: `button_${index + 1}`,
+        label: `Botón ${index + 1}${b.text ? ` (${b.text})` : ''}`,
+        example: sample.startsWith(prefix) ? sample.slice(prefix.length) : sample,
+        component: 'button' as const,
+        button: index,
+      },
+    ];
+  });
+}
+
 /** Variables of a BODY text: `{{1}}`-style (named `1`, `2`… in number order) or named (`{{first_name}}`, in order of appearance). */
 export function bodyVariables(text: string, example?: NonNullable<GraphTemplate['components']>[number]['example']): TemplateVariable[] {
   const names: string[] = [];
@@ -61,7 +110,8 @@ export function bodyVariables(text: string, example?: NonNullable<GraphTemplate[
 
 export function mapGraphTemplate(t: GraphTemplate): MappedTemplate | null {
   if (!t.name || !t.language) return null;
-  const bodyPart = (t.components ?? []).find((c) => (c.type ?? '').toUpperCase() === 'BODY');
+  const part = (type: string) => (t.components ?? []).find((c) => (c.type ?? '').toUpperCase() === type);
+  const bodyPart = part('BODY');
   const body = bodyPart?.text ?? '';
   const category = (t.category ?? '').toUpperCase();
   return {
@@ -71,7 +121,7 @@ export function mapGraphTemplate(t: GraphTemplate): MappedTemplate | null {
     category: CATEGORIES.has(category) ? category : category || 'UTILITY',
     status: templateStatusFrom(t.status),
     body,
-    variables: bodyVariables(body, bodyPart?.example),
+    variables: [...headerVariables(part('HEADER')), ...bodyVariables(body, bodyPart?.example), ...buttonVariables(part('BUTTONS'))],
   };
 }
 
