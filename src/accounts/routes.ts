@@ -16,13 +16,13 @@ export const accountRoutes: RoutesFn = (app, s) => {
       },
     },
     // The hot path of the bench's first figure: an account read of this process answers
-    // without a promise, as ready JSON text (the same bytes JSON.stringify gives).
+    // without a promise, as ready JSON bytes (the same JSON.stringify gives).
     (req, reply) => {
       const json = s.accountViews.json(req.auth.account);
       // Ready JSON text rather than the typed object the schema describes.
       const raw = reply as unknown as FastifyReply;
       raw.type(JSON_TYPE);
-      if (typeof json === 'string') {
+      if (Buffer.isBuffer(json)) {
         raw.send(json);
         return;
       }
