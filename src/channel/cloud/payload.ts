@@ -1,7 +1,8 @@
 // The Cloud API's JSON, both ways: the body of POST /{phone-number-id}/messages, and the webhook
 // payloads Meta posts to us (messages, statuses, template status updates). Pure functions, no I/O.
-import type { DeliveryStatus } from '../../messages/status.js';
+
 import type { TemplateVariable } from '../../db/types.js';
+import type { DeliveryStatus } from '../../messages/status.js';
 import type { SendRequest } from '../types.js';
 
 // ---------------------------------------------------------------------------------------------
