@@ -25,6 +25,8 @@ const ConfigSchema = z.object({
   SANDBOX_AUTO_STATUS: onOff.default(true),
   TRUST_PROXY: z.string().optional(),
   WEBHOOK_RETRY_SCHEDULE: schedule.default([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),
+  /** Seconds before each new try of a campaign send refused for a temporary reason (then failed). */
+  CAMPAIGN_RETRY_SCHEDULE: schedule.default([60, 300, 900]),
   SEED_DEMO: onOff.optional(),
   NODE_ENV: z.string().default('development'),
   ALLOW_PRIVATE_WEBHOOKS: onOff.optional(),

@@ -214,6 +214,8 @@ interface Recipient {
   campaign_id: string;
   contact_id: string;
   phone: string;
+  /** Sends tried before this one. */
+  attempts: number;
   /** The contact now (null: deleted since the audience was fixed). */
   opted_out: boolean | null;
   marketing_opt_out: boolean | null;
@@ -289,14 +291,14 @@ async function claim(s: Services, limit: number): Promise<Recipient[]> {
       SELECT r.campaign_id, r.contact_id
       FROM campaign_recipients r
       JOIN campaigns c ON c.id = r.campaign_id AND c.status = 'sending'
-      WHERE r.status = 'pending'
+      WHERE r.status = 'pending' AND (r.retry_at IS NULL OR r.retry_at <= ${now}::timestamptz)
       ORDER BY c.started_at, r.campaign_id, r.contact_id
       LIMIT ${limit}
       FOR UPDATE OF r SKIP LOCKED
     )
     UPDATE campaign_recipients r SET status = 'sending', updated_at = ${now}::timestamptz
     FROM next WHERE r.campaign_id = next.campaign_id AND r.contact_id = next.contact_id
-    RETURNING r.campaign_id, r.contact_id, r.phone,
+    RETURNING r.campaign_id, r.contact_id, r.phone, r.attempts,
       (SELECT k.opted_out FROM contacts k WHERE k.id = r.contact_id) AS opted_out,
       (SELECT k.marketing_opt_out FROM contacts k WHERE k.id = r.contact_id) AS marketing_opt_out`.execute(s.db);
   return rows;
@@ -305,6 +307,7 @@ async function claim(s: Services, limit: number): Promise<Recipient[]> {
 type SendResult =
   | { kind: 'sent'; messageId: string }
   | { kind: 'failed'; error: string; messageId?: string }
+  | { kind: 'retry'; error: string; messageId?: string; at: Date }
   | { kind: 'skipped'; error: string }
   | { kind: 'fatal'; error: ApiError };
 
@@ -327,6 +330,13 @@ async function sendOne(s: Services, account: AccountRow, c: CampaignRow, marketi
       return { kind: 'skipped', error: 'opted_out' };
     const messageId = err instanceof ApiError && typeof err.extra.messageId === 'string' ? err.extra.messageId : undefined;
     const error = err instanceof Error ? err.message : String(err);
+    // Provider down, rate limited or too slow: this message failed, the recipient is tried again
+    // later with a new one; after the last try of the schedule it counts as failed.
+    const wait = s.config.CAMPAIGN_RETRY_SCHEDULE[r.attempts];
+    if (err instanceof ApiError && err.code === 'provider_temporary' && wait !== undefined) {
+      const at = new Date(s.clock.now().getTime() + wait * 1000);
+      return { kind: 'retry', error: error.slice(0, 500), at, ...(messageId ? { messageId } : {}) };
+    }
     if (!(err instanceof ApiError)) s.log.warn({ err: { message: error }, campaignId: c.id }, 'campaign send failed');
     return { kind: 'failed', error: error.slice(0, 500), ...(messageId ? { messageId } : {}) };
   }
@@ -334,15 +344,34 @@ async function sendOne(s: Services, account: AccountRow, c: CampaignRow, marketi
 
 async function record(s: Services, r: Recipient, res: Exclude<SendResult, { kind: 'fatal' }>): Promise<void> {
   const now = s.clock.now();
+  if (res.kind === 'retry') {
+    // Back to pending until its time; nothing is counted yet.
+    await s.db
+      .updateTable('campaign_recipients')
+      .set((eb) => ({
+        status: 'pending',
+        attempts: eb('attempts', '+', 1),
+        retry_at: res.at,
+        message_id: res.messageId ?? null,
+        error: res.error,
+        updated_at: now,
+      }))
+      .where('campaign_id', '=', r.campaign_id)
+      .where('contact_id', '=', r.contact_id)
+      .execute();
+    return;
+  }
   await s.db.transaction().execute(async (trx) => {
     await trx
       .updateTable('campaign_recipients')
-      .set({
+      .set((eb) => ({
         status: res.kind,
+        attempts: eb('attempts', '+', 1),
+        retry_at: null,
         message_id: 'messageId' in res ? (res.messageId ?? null) : null,
         error: 'error' in res ? res.error : null,
         updated_at: now,
-      })
+      }))
       .where('campaign_id', '=', r.campaign_id)
       .where('contact_id', '=', r.contact_id)
       .execute();

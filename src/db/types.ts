@@ -131,6 +131,10 @@ export interface CampaignRecipientsTable {
   message_id: string | null;
   error: string | null;
   updated_at: TsDefault;
+  /** Sends tried so far (temporary refusals are tried again on CAMPAIGN_RETRY_SCHEDULE). */
+  attempts: Generated<number>;
+  /** A pending recipient waiting for its next try; null when it may go now. */
+  retry_at: Date | null;
 }
 
 export interface MessagesTable {

@@ -841,3 +841,50 @@ describe('templates from the WhatsApp Business Account (issue 5 point 5)', () =>
     expect(await current()).toBe('DISABLED');
   });
 });
+
+describe('campaigns on the Cloud API: a temporary refusal is tried again (docs/decisions.md "Campaigns")', () => {
+  const campaignFor = async (n: CloudNumber) => {
+    const tpl = await syncedTemplate(n, namedTemplate(`aviso_${digits(8)}`));
+    expect((await n.acc.call('POST', '/contacts', { phone: `+${customer()}`, name: 'Ana' })).status).toBe(201);
+    const c = await app.admin('POST', `/accounts/${n.acc.id}/campaigns`, { name: 'Aviso', templateId: tpl.id, phoneNumberId: n.id });
+    expect(c.status).toBe(201);
+    return c.body.id as string;
+  };
+  const run = async () => expect((await app.admin('POST', '/jobs/campaigns/run')).status).toBe(200);
+  const campaign = async (n: CloudNumber, id: string) => (await n.acc.call('GET', '/campaigns')).body.data.find((c: any) => c.id === id);
+  const transient = { error: { status: 503, code: 1, message: 'Service temporarily unavailable' } };
+
+  it('Meta answers 503 once: the recipient is tried again 60 s later with a new message and counts once, as sent', async () => {
+    const n = await cloudAccount();
+    const id = await campaignFor(n);
+    fake.queue(transient);
+    await run();
+    expect(await campaign(n, id)).toMatchObject({ status: 'sending', sent: 0, failed: 0 });
+    await run(); // not yet: the next try waits 60 s
+    expect(fake.sends()).toHaveLength(1);
+    app.clock.advance(61_000);
+    await run();
+    expect(fake.sends()).toHaveLength(2);
+    expect(await campaign(n, id)).toMatchObject({ status: 'completed', recipients: 1, sent: 1, failed: 0 });
+    const messages = await app.rt.services.db
+      .selectFrom('messages')
+      .select(['status', 'code'])
+      .where('campaign_id', '=', id)
+      .orderBy('created_at')
+      .execute();
+    expect(messages.map((m) => m.status)).toEqual(['failed', 'sent']);
+  });
+
+  it('still refused after the last try of CAMPAIGN_RETRY_SCHEDULE (60, 300, 900 s): counted as failed, the campaign completes', async () => {
+    const n = await cloudAccount();
+    const id = await campaignFor(n);
+    fake.queue(transient, transient, transient, transient);
+    await run();
+    for (const wait of [60, 300, 900]) {
+      app.clock.advance(wait * 1000 + 1000);
+      await run();
+    }
+    expect(fake.sends()).toHaveLength(4);
+    expect(await campaign(n, id)).toMatchObject({ status: 'completed', recipients: 1, sent: 0, failed: 1 });
+  });
+});
