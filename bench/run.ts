@@ -76,6 +76,9 @@ async function meFigures(server: Server): Promise<Server> {
     requestsPerMinute: 1_000_000_000,
     apiCallsPerMonth: 1_000_000_000_000,
   });
+  // The same server's account without caps or quota: its requests skip the limiter's work and
+  // carry no rate-limit headers, so "limited vs unlimited" is the limits' cost inside one process.
+  const unlimited = await benchAccount(server.url, UNLIMITED, 'bench-unlimited');
   const me = await call(server.url, 'GET', '/api/v1/me', undefined, { authorization: `Bearer ${limited.key}` });
   const bodyFile = join(tmpdir(), `chasqui-me-${process.pid}.json`);
   writeFileSync(bodyFile, JSON.stringify(me.body));
@@ -96,7 +99,7 @@ async function meFigures(server: Server): Promise<Server> {
     // (on the bench database) and for limits off, warms every target up (JIT; bare node:http
     // too), and measures the four in turn; each figure is the mean of its rounds. Each server's
     // CPU time per request is read from /proc too (docs/performance.md).
-    const runs: Record<'bare' | 'on' | 'off' | 'framework', LoadResult[]> = { bare: [], on: [], off: [], framework: [] };
+    const runs: Record<'bare' | 'on' | 'off' | 'framework' | 'same', LoadResult[]> = { bare: [], on: [], off: [], framework: [], same: [] };
     // One process at a time on a data directory (PGlite): the bench server rests meanwhile.
     await server.stop();
     for (let round = 0; round < ROUNDS; round++) {
@@ -110,6 +113,7 @@ async function meFigures(server: Server): Promise<Server> {
           // Where the gap to bare node:http goes: the framework alone (GET /healthz: Fastify,
           // request id, no auth, no database), then auth + limits + the account's view.
           framework: { url: `${onServer.url}/healthz`, pid: onServer.proc.pid },
+          same: { url: `${onServer.url}/api/v1/me`, headers: { authorization: `Bearer ${unlimited.key}` }, pid: onServer.proc.pid },
         };
         for (const name of Object.keys(targets) as (keyof typeof targets)[]) {
           runs[name].push(await load({ ...targets[name], duration: DURATION, connections: CONNECTIONS, warmup: true }));
@@ -158,6 +162,18 @@ async function meFigures(server: Server): Promise<Server> {
       goal: '≥ 0.90',
       pass: on.rps / off.rps >= 0.9,
       note: `overhead ${((off.rps / on.rps - 1) * 100).toFixed(1)} % by throughput, ${cpuOverhead(on, off)} by server CPU per request${process.env.REDIS_URL ? ', Redis counters' : ', memory counters'}`,
+    });
+    const same = meanOf(runs.same);
+    record({
+      figure: 'GET /me, limited vs unlimited account, same process',
+      value: on.rps,
+      unit: 'req/s',
+      floor: 'unlimited account',
+      floorValue: same.rps,
+      ratio: on.rps / same.rps,
+      goal: 'report',
+      pass: null,
+      note: `overhead ${cpuOverhead(on, same)} by server CPU per request; no process-to-process spread`,
     });
   } finally {
     floor.kill();
