@@ -122,6 +122,20 @@ describe('per-minute caps (api.md §8, decisions.md "Limits")', () => {
     expect(me.body.usage.apiCalls).toBe(3);
   });
 
+  it('a message cap without a request cap: the send over it gets 429 with Retry-After and X-RateLimit-Limit of the message cap; other answers carry no rate-limit headers', async () => {
+    nextMinute(app);
+    const acc = await app.createAccount({ plan: 'enterprise', limits: { requestsPerMinute: null, messagesPerMinute: 1 } });
+    const to = await openConversation(app, acc);
+    const s1 = await acc.call('POST', '/messages', { to, text: 'Uno' });
+    expect(s1.status).toBe(201);
+    expect(s1.headers.get('x-ratelimit-limit')).toBeNull();
+    const s2 = await acc.call('POST', '/messages', { to, text: 'Dos' });
+    expect(s2.status).toBe(429);
+    expect(s2.headers.get('retry-after')).toBe('60');
+    expect(s2.headers.get('x-ratelimit-limit')).toBe('1');
+    expect(s2.headers.get('x-ratelimit-remaining')).toBe('0');
+  });
+
   it('"a request rejected by either cap counts against neither": a send refused by the request cap leaves the message cap; overrides apply at once (PATCH limits)', async () => {
     nextMinute(app);
     const acc = await app.createAccount({ limits: { requestsPerMinute: 2, messagesPerMinute: 1 } });
