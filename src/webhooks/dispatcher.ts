@@ -25,11 +25,12 @@ const CLAIM_BATCH = 256;
 const LOW_WATER = 256;
 /**
  * Finished attempts are recorded together: up to this many, gathered for up to this long. The
- * wait delays only the log (the slot is free and the lease covers it), and at 500 attempts/s it
- * measured about a dozen writes a second instead of fifty.
+ * wait delays only the log (the slot is free and the lease covers it), but a process killed
+ * meanwhile sends those attempts again after restart: 50 ms repeated 45 of 1,421 in the SIGKILL
+ * fault test, 20 ms 19, with the latency figure unchanged (p99 168–178 ms at 500 events/s).
  */
 const FLUSH_BATCH = 256;
-const FLUSH_WAIT_MS = 50;
+const FLUSH_WAIT_MS = 20;
 /**
  * Claims made to follow wakes start at most this often: at hundreds of commits a second a claim
  * per commit spent more CPU (a round trip each, on a machine the requests share) than it saved.
