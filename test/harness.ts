@@ -65,7 +65,8 @@ export async function request<T = any>(url: string, method: string, body?: unkno
   return { status: res.status, body: parsed as T, headers: res.headers };
 }
 
-async function freshPostgresDatabase(baseUrl: string): Promise<string> {
+/** A new, empty PostgreSQL database next to `baseUrl`; returns its URL. */
+export async function freshPostgresDatabase(baseUrl: string): Promise<string> {
   const name = `chasqui_t_${randomBytes(6).toString('hex')}`;
   const client = new pg.Client({ connectionString: baseUrl });
   await client.connect();

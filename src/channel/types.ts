@@ -13,7 +13,7 @@ export interface OutboundTemplate {
    * The template's variables in the same order: names (the Cloud API sends `parameter_name` for
    * named ones) and the component each goes to (body, header text, URL button).
    */
-  variables?: Pick<TemplateVariable, 'name' | 'component' | 'button'>[];
+  variables: Pick<TemplateVariable, 'name' | 'component' | 'button'>[];
 }
 
 export interface SendRequest {

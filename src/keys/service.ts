@@ -118,10 +118,10 @@ export class KeyAuthenticator {
   }
 
   async authenticate(key: string | undefined): Promise<AuthContext | null> {
+    const hit = this.cached(key);
+    if (hit) return hit;
     if (!key || !KEY_RE.test(key)) return null;
     const hash = hashKey(key);
-    const hit = this.cache.get(hash);
-    if (hit && hit.until > Date.now()) return hit.ctx;
     let lookup = this.lookups.get(hash);
     if (!lookup) {
       lookup = this.lookup(hash).finally(() => this.lookups.delete(hash));

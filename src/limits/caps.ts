@@ -2,7 +2,6 @@
 // the decision over the counters, and the headers and errors it produces (api.md §7–8,
 // decisions.md "Limits").
 import { ApiError } from '../http/errors.js';
-import { type Period, quotaPeriodAt } from './period.js';
 import { suggestPlan } from './plans.js';
 import type { AccountLimitsCtx, CapOutcome } from './types.js';
 
@@ -104,5 +103,3 @@ export function outcome(ctx: AccountLimitsCtx, nowMs: number, verdict: Verdict, 
     }),
   };
 }
-
-export const periodOf = (nowMs: number): Period => quotaPeriodAt(nowMs);

@@ -5,7 +5,9 @@ import type { Config } from '../config.js';
 import type { Clock } from '../lib/clock.js';
 import { MemoryLimiter } from './memory.js';
 import { RedisLimiter } from './redis.js';
-import type { Limiter, RecordedApiCalls } from './types.js';
+import type { CapOutcome, Limiter, RecordedApiCalls } from './types.js';
+
+const ADMITTED: CapOutcome = Object.freeze({ headers: Object.freeze({}) }) as CapOutcome;
 
 /** LIMITS=off: admits everything and sends no rate-limit headers (the bench's "limits off" floor). */
 class NoLimiter implements Limiter {
@@ -16,7 +18,7 @@ class NoLimiter implements Limiter {
     return false;
   }
   admit() {
-    return { headers: {} };
+    return ADMITTED;
   }
   async close() {}
 }

@@ -2,8 +2,8 @@
 // as the Redis limiter: fixed one-minute windows of the injected clock per account, the IP
 // block for invalid keys, and the monthly API-call counter seeded from the database.
 import type { Clock } from '../lib/clock.js';
-import { decide, INVALID_KEYS_PER_MINUTE, IP_BLOCK_MS, outcome, periodOf, WINDOW_MS, windowStart } from './caps.js';
-import type { Period } from './period.js';
+import { decide, INVALID_KEYS_PER_MINUTE, IP_BLOCK_MS, outcome, WINDOW_MS, windowStart } from './caps.js';
+import { type Period, quotaPeriodAt } from './period.js';
 import type { AccountLimitsCtx, AdmitOptions, CapOutcome, Limiter, RecordedApiCalls } from './types.js';
 
 interface Window {
@@ -69,7 +69,7 @@ export class MemoryLimiter implements Limiter {
   }
 
   admit(ctx: AccountLimitsCtx, opts: AdmitOptions): CapOutcome | Promise<CapOutcome> {
-    const period = periodOf(this.clock.now().getTime());
+    const period = quotaPeriodAt(this.clock.now().getTime());
     const calls = this.calls.get(ctx.accountId);
     if (calls && calls.period === period.start.getTime()) {
       // Other processes' batches show up in the database: re-read now and then, off the request.

@@ -28,9 +28,9 @@
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
-import { INVALID_KEYS_PER_MINUTE, IP_BLOCK_MS, outcome, periodOf, type Verdict, WINDOW_MS, windowStart } from './caps.js';
+import { INVALID_KEYS_PER_MINUTE, IP_BLOCK_MS, outcome, type Verdict, WINDOW_MS, windowStart } from './caps.js';
 import { MemoryLimiter } from './memory.js';
-import type { Period } from './period.js';
+import { type Period, quotaPeriodAt } from './period.js';
 import type { AccountLimitsCtx, AdmitOptions, CapOutcome, Limiter, RecordedApiCalls } from './types.js';
 
 // KEYS: req, msg, calls, block. ARGV: requestCap, messageCap, isMessage, quota, windowTtlMs,
@@ -318,7 +318,7 @@ export class RedisLimiter implements Limiter {
     if (rpm === null && quota === null && (!opts.message || mpm === null)) return outcome(ctx, now, 'ok', 0, 0);
     if (opts.message) return this.admitRemote(ctx, opts, now);
     const lease = this.leases.get(ctx.accountId);
-    if (lease && lease.left > 0 && lease.win === windowStart(now) && lease.period === periodOf(now).start.getTime()) {
+    if (lease && lease.left > 0 && lease.win === windowStart(now) && lease.period === quotaPeriodAt(now).start.getTime()) {
       if (Date.now() < lease.until && lease.rpm === rpm && lease.quota === quota) {
         lease.left -= 1;
         return outcome(ctx, now, 'ok', lease.counted - lease.left, lease.calls - lease.left);
@@ -342,7 +342,7 @@ export class RedisLimiter implements Limiter {
   private async admitRemote(ctx: AccountLimitsCtx, opts: AdmitOptions, now: number): Promise<CapOutcome> {
     if (!(await this.usable())) return this.fallback.admit(ctx, opts);
     const win = windowStart(now);
-    const period = periodOf(now);
+    const period = quotaPeriodAt(now);
     const keys = [
       this.key('req', ctx.accountId, win),
       this.key('msg', ctx.accountId, win),

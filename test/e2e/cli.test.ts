@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { listMigrations } from '../../src/db/migrate.js';
-import { ADMIN_TOKEN, request, startTestApp, type TestApp } from '../harness.js';
+import { ADMIN_TOKEN, freshPostgresDatabase, request, startTestApp, type TestApp } from '../harness.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const USE_DIST = process.env.CHASQUI_TEST_DIST === '1';
@@ -274,13 +274,8 @@ describe('chasqui migrate', () => {
     'applies every migration to a fresh PostgreSQL database (DATABASE_URL)',
     async () => {
       const baseUrl = inject('databaseUrl')!;
-      const name = `chasqui_mig_${Date.now().toString(36)}`;
-      const admin = new pg.Client({ connectionString: baseUrl });
-      await admin.connect();
-      await admin.query(`CREATE DATABASE ${name}`);
-      await admin.end();
-      const u = new URL(baseUrl);
-      u.pathname = `/${name}`;
+      const u = new URL(await freshPostgresDatabase(baseUrl));
+      const name = u.pathname.slice(1);
       const first = await cli(['migrate'], { DATABASE_URL: u.toString() });
       expect(first.code, first.stderr).toBe(0);
       expect(first.stdout.trim()).toBe(`Applied: ${all.join(', ')}`);

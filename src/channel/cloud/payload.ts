@@ -1,7 +1,6 @@
 // The Cloud API's JSON, both ways: the body of POST /{phone-number-id}/messages, and the webhook
 // payloads Meta posts to us (messages, statuses, template status updates). Pure functions, no I/O.
 
-import type { TemplateVariable } from '../../db/types.js';
 import type { DeliveryStatus } from '../../messages/status.js';
 import type { SendRequest } from '../types.js';
 
@@ -37,16 +36,14 @@ const POSITIONAL = /^\d+$/;
 /** Our names for a positional template's header variables (its body keeps `1`, `2`…). */
 const HEADER_POSITIONAL = /^header_\d+$/;
 
-type SlotVariable = Pick<TemplateVariable, 'name' | 'component' | 'button'>;
-
 /**
- * The documented send body. `variables` are the template's variables in order, each with the
- * component it fills: header text, body, or the URL of a button (Graph's `components`, in that
- * order). Named templates ({{first_name}}) send `parameter_name` in the header and the body;
+ * The documented send body. The template's `variables` come in the order of its parameters,
+ * each with the component it fills: header text, body, or the URL of a button (Graph's
+ * `components`, in that order). Named templates ({{first_name}}) send `parameter_name` in the header and the body;
  * positional ones ({{1}}, {{2}}) bare parameters in number order; URL buttons take one bare
  * parameter each.
  */
-export function buildSendBody(req: SendRequest, variables: SlotVariable[] = []): GraphSendBody {
+export function buildSendBody(req: SendRequest): GraphSendBody {
   const base = {
     messaging_product: 'whatsapp' as const,
     recipient_type: 'individual' as const,
@@ -54,6 +51,7 @@ export function buildSendBody(req: SendRequest, variables: SlotVariable[] = []):
   };
   if (req.template) {
     const t = req.template;
+    const { variables } = t;
     const named = variables.some((v) => v.component !== 'button' && !POSITIONAL.test(v.name) && !HEADER_POSITIONAL.test(v.name));
     const header: GraphTextParameter[] = [];
     const body: GraphTextParameter[] = [];

@@ -1,7 +1,6 @@
 // The WhatsApp Cloud API provider (issue 5): sends through Graph's POST /{phone-number-id}/messages
 // with the number's own access token, and turns Graph's errors into ProviderErrors (api.md §7).
 // Never retried here: a timeout may still have sent the message (POST /messages is not idempotent).
-import type { PhoneNumberRow, TemplateVariable } from '../../db/types.js';
 import type { Services } from '../../services.js';
 import { type ChannelProvider, ProviderError, type SendRequest, type SendResult } from '../types.js';
 import { providerErrorFrom } from './errors.js';
@@ -36,8 +35,7 @@ export class CloudProvider implements ChannelProvider {
   async send(req: SendRequest): Promise<SendResult> {
     const { from } = req;
     if (!from.cloud_phone_number_id || !from.cloud_access_token) throw new ProviderError('auth', NOT_CONNECTED_REASON);
-    const variables = req.template ? (req.template.variables ?? (await this.variablesOf(from, req.template.id))) : [];
-    const body = buildSendBody(req, variables);
+    const body = buildSendBody(req);
     const log = this.services.log;
     let res: unknown;
     try {
@@ -55,17 +53,6 @@ export class CloudProvider implements ChannelProvider {
     }
     log.debug({ messageId: req.messageId, wamid }, 'cloud send accepted');
     return { wamid };
-  }
-
-  /** The template's variables, in order (only needed when the send path did not pass them). */
-  private async variablesOf(from: PhoneNumberRow, templateId: string): Promise<TemplateVariable[]> {
-    const row = await this.services.db
-      .selectFrom('templates')
-      .select('variables')
-      .where('id', '=', templateId)
-      .where('account_id', '=', from.account_id)
-      .executeTakeFirst();
-    return row?.variables ?? [];
   }
 
   async close(): Promise<void> {

@@ -55,6 +55,35 @@ const CATEGORIES = new Set(['MARKETING', 'UTILITY', 'AUTHENTICATION']);
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g;
 const placeholders = (text: string): string[] => [...new Set([...text.matchAll(PLACEHOLDER)].map((m) => m[1]!))];
 
+type NamedExamples = { param_name?: string; example?: string }[] | undefined;
+
+/**
+ * Variables of a text with placeholders: positional (`{{1}}`, in number order, named by
+ * `positional`) or named (`{{first_name}}`, in order of appearance), with Meta's examples.
+ */
+function textVariables(
+  text: string,
+  examples: { positional: string[] | undefined; named: NamedExamples },
+  positional: (n: string) => { name: string; label: string },
+): TemplateVariable[] {
+  const names = placeholders(text);
+  if (names.length > 0 && names.every((n) => /^\d+$/.test(n))) {
+    return names
+      .sort((a, b) => Number(a) - Number(b))
+      .map((n) => ({ ...positional(n), example: examples.positional?.[Number(n) - 1] ?? '' }));
+  }
+  const named = new Map((examples.named ?? []).map((p) => [p.param_name ?? '', p.example ?? '']));
+  return names.map((n) => ({ name: n, label: n.replace(/_/g, ' '), example: named.get(n) ?? '' }));
+}
+
+/** Variables of a BODY text: `{{1}}`-style (named `1`, `2`…) or named (`{{first_name}}`). */
+export function bodyVariables(text: string, example?: NonNullable<GraphTemplate['components']>[number]['example']): TemplateVariable[] {
+  return textVariables(text, { positional: example?.body_text?.[0], named: example?.body_text_named_params }, (n) => ({
+    name: n,
+    label: `Variable ${n}`,
+  }));
+}
+
 /**
  * Variables of a text HEADER (api.md has one `variables` object for the whole template): a
  * positional header's `{{1}}` is `header_1` (the body's `1` is another value); a named one keeps
@@ -62,15 +91,11 @@ const placeholders = (text: string): string[] => [...new Set([...text.matchAll(P
  */
 export function headerVariables(part: NonNullable<GraphTemplate['components']>[number] | undefined): TemplateVariable[] {
   if (!part || (part.format ?? 'TEXT').toUpperCase() !== 'TEXT' || !part.text) return [];
-  const names = placeholders(part.text);
-  if (names.every((n) => /^\d+$/.test(n))) {
-    const examples = part.example?.header_text ?? [];
-    return names
-      .sort((a, b) => Number(a) - Number(b))
-      .map((n) => ({ name: `header_${n}`, label: `Encabezado ${n}`, example: examples[Number(n) - 1] ?? '', component: 'header' }));
-  }
-  const named = new Map((part.example?.header_text_named_params ?? []).map((p) => [p.param_name ?? '', p.example ?? '']));
-  return names.map((n) => ({ name: n, label: n.replace(/_/g, ' '), example: named.get(n) ?? '', component: 'header' }));
+  const examples = { positional: part.example?.header_text, named: part.example?.header_text_named_params };
+  return textVariables(part.text, examples, (n) => ({ name: `header_${n}`, label: `Encabezado ${n}` })).map((v) => ({
+    ...v,
+    component: 'header' as const,
+  }));
 }
 
 /**
@@ -92,20 +117,6 @@ export function buttonVariables(part: NonNullable<GraphTemplate['components']>[n
       },
     ];
   });
-}
-
-/** Variables of a BODY text: `{{1}}`-style (named `1`, `2`… in number order) or named (`{{first_name}}`, in order of appearance). */
-export function bodyVariables(text: string, example?: NonNullable<GraphTemplate['components']>[number]['example']): TemplateVariable[] {
-  const names: string[] = [];
-  for (const m of text.matchAll(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g)) if (!names.includes(m[1]!)) names.push(m[1]!);
-  const positional = names.length > 0 && names.every((n) => /^\d+$/.test(n));
-  if (positional) {
-    names.sort((a, b) => Number(a) - Number(b));
-    const examples = example?.body_text?.[0] ?? [];
-    return names.map((n) => ({ name: n, label: `Variable ${n}`, example: examples[Number(n) - 1] ?? '' }));
-  }
-  const named = new Map((example?.body_text_named_params ?? []).map((p) => [p.param_name ?? '', p.example ?? '']));
-  return names.map((n) => ({ name: n, label: n.replace(/_/g, ' '), example: named.get(n) ?? '' }));
 }
 
 export function mapGraphTemplate(t: GraphTemplate): MappedTemplate | null {
