@@ -74,7 +74,11 @@ export function removeTempDirs(): void {
 }
 
 /** Starts `node dist/cli/main.js serve` and waits until /readyz answers 200. */
-export async function startServer(env: Record<string, string>, opts: { port?: number } = {}): Promise<Server> {
+export async function startServer(
+  env: Record<string, string>,
+  /** nodeArgs: flags for node (e.g. --cpu-prof); entry: another build's main.js (A/B runs). */
+  opts: { port?: number; nodeArgs?: string[]; entry?: string } = {},
+): Promise<Server> {
   const port = opts.port ?? (await freePort());
   const fullEnv: Record<string, string> = {
     PATH: process.env.PATH ?? '',
@@ -90,7 +94,10 @@ export async function startServer(env: Record<string, string>, opts: { port?: nu
     NODE_ENV: 'production',
     ...env,
   };
-  const proc = spawn(process.execPath, [join(ROOT, 'dist/cli/main.js'), 'serve'], { env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.entry ?? join(ROOT, 'dist/cli/main.js'), 'serve'], {
+    env: fullEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   proc.stdout?.on('data', (d) => {
     out += d;

@@ -17,6 +17,7 @@ import { errorHandler } from './http/error-handler.js';
 import { ApiError, ValidationError } from './http/errors.js';
 import { installPublicGuards } from './http/guards.js';
 import { installIdempotency } from './http/idempotency.js';
+import { laneServerFactory, MemoryLane } from './http/memory-lane.js';
 import { operatorDocument, publicDocument } from './http/openapi.js';
 import { requestLogger } from './http/request-logger.js';
 import type { ZodApp } from './http/schemas.js';
@@ -30,14 +31,18 @@ export const BODY_LIMIT = 1024 * 1024; // 1 MiB (decisions.md: larger → 413)
 installSpanishZodMessages();
 
 export async function buildApp(services: Services): Promise<FastifyInstance> {
+  const requestLogging = ['debug', 'trace'].includes(services.config.LOG_LEVEL);
+  // GET /me from memory ahead of Fastify, except when every request is to be logged.
+  const lane = requestLogging ? null : new MemoryLane(services);
   const app = Fastify({
+    ...(lane ? { serverFactory: laneServerFactory(lane) } : {}),
     loggerInstance: services.log,
     childLoggerFactory: requestLogger,
     bodyLimit: BODY_LIMIT,
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     // One line per request only at debug: at info, logs carry events, not traffic.
-    logController: new LogController({ disableRequestLogging: !['debug', 'trace'].includes(services.config.LOG_LEVEL) }),
+    logController: new LogController({ disableRequestLogging: !requestLogging }),
     trustProxy: services.config.trustProxy,
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<ZodTypeProvider>();
@@ -70,6 +75,12 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(async () => {
     throw new ApiError('route_not_found');
+  });
+  app.decorate('memoryLane', lane);
+  // A closing server answers through Fastify (503 and Connection: close for new requests).
+  app.addHook('preClose', (done) => {
+    lane?.close();
+    done();
   });
 
   await app.register(fastifySwagger, {

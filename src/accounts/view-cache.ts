@@ -24,7 +24,7 @@ interface Stored {
   usage: UsageSnapshot;
   numbers: PhoneNumberView[];
   /** The view's JSON around the `apiCalls` value, for the account row it was built from. */
-  json?: { account: AccountRow; head: Buffer; tail: Buffer };
+  json?: { account: AccountRow; head: string; tail: string };
 }
 
 interface Entry {
@@ -49,37 +49,41 @@ export class AccountViewCache {
   ) {}
 
   /**
-   * The view as JSON (UTF-8), the same bytes as JSON.stringify(view): synchronous while the entry
-   * is fresh (the bytes around `apiCalls` are kept encoded, only the number changes between
-   * requests, and nothing is encoded again on the way out).
+   * The view as JSON text, the same as JSON.stringify(view): synchronous while the entry is fresh
+   * (the text around `apiCalls` is kept, only the number changes between requests). Text rather
+   * than bytes: node:http sends a text body in one write with the response head.
    */
-  json(account: AccountRow): Buffer | Promise<Buffer> {
+  json(account: AccountRow): string | Promise<string> {
     const period = quotaPeriod(this.clock.now());
     const entry = this.entry(account.id, period);
     if (entry.ready) return this.jsonOf(account, entry.ready);
     return entry.data.then((stored) => this.jsonOf(account, stored));
   }
 
-  private jsonOf(account: AccountRow, stored: Stored): Buffer {
+  private jsonOf(account: AccountRow, stored: Stored): string {
     let json = stored.json;
     if (json?.account !== account) {
       const { usage, phoneNumbers, ...base } = accountViewOf(account, stored.usage, stored.numbers);
       const { period, apiCalls: _, ...rest } = usage;
       json = {
         account,
-        head: Buffer.from(`${JSON.stringify(base).slice(0, -1)},"usage":{"period":${JSON.stringify(period)},"apiCalls":`),
-        tail: Buffer.from(`,${JSON.stringify(rest).slice(1)},"phoneNumbers":${JSON.stringify(phoneNumbers)}}`),
+        head: `${JSON.stringify(base).slice(0, -1)},"usage":{"period":${JSON.stringify(period)},"apiCalls":`,
+        tail: `,${JSON.stringify(rest).slice(1)},"phoneNumbers":${JSON.stringify(phoneNumbers)}}`,
       };
       stored.json = json;
     }
     // The DB part of apiCalls is cached; this process's unwritten calls are always current.
-    const calls = String(stored.usage.apiCalls + this.usage.pendingApiCalls(account.id, stored.usage.period));
-    // Digits are one byte each. Buffers under 4 KB come from Node's shared pool: no allocation.
-    const out = Buffer.allocUnsafe(json.head.length + calls.length + json.tail.length);
-    json.head.copy(out, 0);
-    out.write(calls, json.head.length, 'latin1');
-    json.tail.copy(out, json.head.length + calls.length);
-    return out;
+    return json.head + (stored.usage.apiCalls + this.usage.pendingApiCalls(account.id, stored.usage.period)) + json.tail;
+  }
+
+  /** The account's view can be answered now, without a read (json() returns bytes). */
+  ready(accountId: string): boolean {
+    const cur = this.entries.get(accountId);
+    return cur?.ready !== undefined && this.fresh(cur, quotaPeriod(this.clock.now()).start.getTime());
+  }
+
+  private fresh(entry: Entry, period: number): boolean {
+    return entry.period === period && entry.writes === this.usage.writes && Date.now() - entry.loadedAt < this.ttlMs;
   }
 
   /** Something of the account changed through this process: the next view reads anew. */
@@ -89,10 +93,10 @@ export class AccountViewCache {
 
   private entry(accountId: string, period: Period): Entry {
     const p = period.start.getTime();
+    const cur = this.entries.get(accountId);
+    if (cur && this.fresh(cur, p)) return cur;
     const now = Date.now();
     const writes = this.usage.writes;
-    const cur = this.entries.get(accountId);
-    if (cur && cur.period === p && cur.writes === writes && now - cur.loadedAt < this.ttlMs) return cur;
     // One read per account at a time, whatever the number of concurrent requests.
     const data = Promise.all([this.usage.recorded(accountId, period), readPhoneNumbers(this.db, accountId)]).then(
       ([usage, numbers]): Stored => {

@@ -1,5 +1,6 @@
 // The guard pipeline of every /api/v1 request, in the order of decisions.md ("Errors"):
 // IP block (429) → key (401) → plan (402) → minute caps (429) → monthly quota (429).
+import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthContext } from '../keys/service.js';
 import { planHasApi } from '../limits/plans.js';
@@ -22,8 +23,25 @@ export function bearer(header: string | undefined): string | undefined {
   return m?.[1];
 }
 
+/**
+ * A request the memory lane (memory-lane.ts) identified and admitted before handing it to
+ * Fastify (its admission was not settled synchronously, or refused it): the guards take it over
+ * rather than admitting the request a second time.
+ */
+export interface Admission {
+  auth: AuthContext;
+  ip: string;
+  outcome: CapOutcome | Promise<CapOutcome>;
+}
+export const kAdmission = Symbol('chasqui.admission');
+declare module 'node:http' {
+  interface IncomingMessage {
+    [kAdmission]?: Admission;
+  }
+}
+
 /** The caller's IP: the socket's, or the first X-Forwarded-For hop when TRUST_PROXY is set. */
-export function clientIp(req: FastifyRequest, trustProxy: boolean): string {
+export function clientIp(req: IncomingMessage, trustProxy: boolean): string {
   if (trustProxy) {
     const xff = req.headers['x-forwarded-for'];
     const first = (Array.isArray(xff) ? xff[0] : xff)?.split(',')[0]?.trim();
@@ -38,13 +56,25 @@ function countCall(req: FastifyRequest, services: Services): void {
   services.usage.countApiCall(req.auth.account.id);
 }
 
+/** The caller's cached key, when the checks before the caps can be made without reading. */
+export function cachedAuth(req: IncomingMessage, services: Services, ip: string): AuthContext | undefined {
+  if (services.limiter.ipBlocked(ip)) return undefined;
+  const auth = services.auth.cached(bearer(req.headers.authorization));
+  return auth && planHasApi(auth.account.plan) ? auth : undefined;
+}
+
 /**
  * The checks of one request. Returns undefined when they are done (the hot path: a cached key
  * and counters known to this process, no promise at all), or a promise when something must be
  * read; throws the ApiError that answers the request.
  */
 function guard(req: FastifyRequest, reply: FastifyReply, services: Services): Promise<void> | undefined {
-  const ip = clientIp(req, services.config.trustProxy);
+  const admitted = req.raw[kAdmission];
+  if (admitted) {
+    req.auth = admitted.auth;
+    return settleOutcome(req, reply, services, admitted.outcome);
+  }
+  const ip = clientIp(req.raw, services.config.trustProxy);
   if (services.limiter.ipBlocked(ip)) throw new ApiError('ip_blocked');
   const key = bearer(req.headers.authorization);
   const auth = services.auth.cached(key);
@@ -70,7 +100,15 @@ function admit(req: FastifyRequest, reply: FastifyReply, services: Services, aut
     });
   }
   const message = req.method === 'POST' && req.routeOptions.url === '/api/v1/messages';
-  const outcome = services.limiter.admit(auth.caps, { ip, message });
+  return settleOutcome(req, reply, services, services.limiter.admit(auth.caps, { ip, message }));
+}
+
+function settleOutcome(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  services: Services,
+  outcome: CapOutcome | Promise<CapOutcome>,
+): Promise<void> | undefined {
   if (outcome instanceof Promise) return outcome.then((o) => settle(req, reply, services, o));
   settle(req, reply, services, outcome);
   return undefined;

@@ -48,6 +48,41 @@ describe('the service (api.md §5, §7)', () => {
     expect(me.body.usage.period.start).toMatch(/T03:00:00\.000Z$/);
   });
 
+  it('GET /me answered from memory (the lane ahead of Fastify) is the answer Fastify gives: same body, headers, and each call counted once', async () => {
+    const acc = await app.createAccount();
+    const lane = app.rt.app.memoryLane;
+    if (!lane) throw new Error('the test app logs every request: no lane');
+    const before = lane.answered;
+    // The first call reads the key and the view (Fastify); then a bare /me finds both in memory
+    // (the lane); a trailing slash or a query string always goes to Fastify. With Redis counters a
+    // call the lane cannot decide at once (its lease of tokens is empty: a round trip) is handed
+    // to Fastify, admitted once: the lane answers at most those two.
+    const calls = [];
+    for (const path of ['/me', '/me', '/me/', '/me?x=1', '/me']) calls.push(await acc.call('GET', path));
+    if (process.env.REDIS_URL) expect(lane.answered - before).toBeLessThanOrEqual(2);
+    else expect(lane.answered - before).toBe(2);
+    for (const r of calls) expect(r.status).toBe(200);
+    // "Every request with a valid key" is one API call, counted before the answer, on both paths.
+    expect(calls.map((r) => r.body.usage.apiCalls)).toEqual([1, 2, 3, 4, 5]);
+    expect(calls.map((r) => r.headers.get('x-ratelimit-remaining'))).toEqual(['299', '298', '297', '296', '295']);
+    const names = (h: Headers) => [...h.keys()].filter((k) => k !== 'date').sort();
+    const strip = (b: any) => ({ ...b, usage: { ...b.usage, apiCalls: 0 } });
+    for (const r of calls.slice(1)) {
+      expect(names(r.headers)).toEqual(names(calls[0]!.headers));
+      expect(r.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(r.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+      expect(strip(r.body)).toEqual(strip(calls[0]!.body));
+    }
+    // A busy key is answered by the lane on Redis counters too (leases grow with the traffic),
+    // and every call is still counted once.
+    const more = [];
+    const mid = lane.answered;
+    for (let i = 0; i < 12; i++) more.push(await acc.call('GET', '/me'));
+    expect(lane.answered - mid).toBeGreaterThan(0);
+    expect(more.map((r) => r.body.usage.apiCalls)).toEqual(more.map((_, i) => 6 + i));
+    expect(more.map((r) => r.headers.get('x-ratelimit-remaining'))).toEqual(more.map((_, i) => String(294 - i)));
+  });
+
   it('unknown route → 404 in the same body shape (api.md §7)', async () => {
     const acc = await app.createAccount();
     const res = await acc.call('GET', '/nope');

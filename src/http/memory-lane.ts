@@ -1,0 +1,109 @@
+// The memory lane: GET /api/v1/me answered by node:http itself when everything it needs is in this
+// process's memory (the cached key, a cap decision without a round trip, a fresh account view).
+// It is the same guard and the same view, called before Fastify rather than inside it: a busy
+// client polling /me costs about what bare node:http costs (docs/performance.md). Anything else
+// goes to Fastify as before: other routes and methods, a query string or trailing slash, a body,
+// a key or view not cached, a refused or pending admission (taken over by the guards, never
+// decided twice), request logging at debug, and a closing server (Fastify answers 503).
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { FastifyServerFactory } from 'fastify';
+import type { Services } from '../services.js';
+import { ApiError } from './errors.js';
+import { cachedAuth, clientIp, kAdmission } from './guards.js';
+
+const PATH = '/api/v1/me';
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The lane in front of this instance's server; null when every request is logged. */
+    memoryLane: MemoryLane | null;
+  }
+}
+
+export class MemoryLane {
+  private open = true;
+  /** Requests answered here (the rest went to Fastify). */
+  answered = 0;
+
+  constructor(readonly services: Services) {}
+
+  /** From now on every request goes to Fastify (it answers 503 while closing). */
+  close(): void {
+    this.open = false;
+  }
+
+  /** Answers the request (true) or leaves it to Fastify, untouched or with its admission (false). */
+  answer(req: IncomingMessage, res: ServerResponse): boolean {
+    if (req.url !== PATH || req.method !== 'GET' || !this.open) return false;
+    const h = req.headers;
+    if (h['content-length'] !== undefined || h['transfer-encoding'] !== undefined) return false;
+    const s = this.services;
+    const ip = clientIp(req, s.config.trustProxy);
+    const auth = cachedAuth(req, s, ip);
+    if (!auth || !s.accountViews.ready(auth.account.id)) return false;
+    // From here the request is admitted exactly once, here or by the guards.
+    const outcome = s.limiter.admit(auth.caps, { ip, message: false });
+    if (outcome instanceof Promise || outcome.error) {
+      req[kAdmission] = { auth, ip, outcome };
+      return false;
+    }
+    // Counted before the view is built, as the guards do: the answer includes this call.
+    s.usage.countApiCall(auth.account.id);
+    this.answered += 1;
+    const head: string[] = ['x-request-id', randomUUID()];
+    for (const k in outcome.headers) head.push(k, outcome.headers[k] as string);
+    const json = s.accountViews.json(auth.account);
+    if (typeof json === 'string') send(res, head, json);
+    // ready() said the view was fresh; a month boundary crossed since then reads it again.
+    else
+      json.then(
+        (body) => send(res, head, body),
+        (err) => this.fail(res, head, err),
+      );
+    return true;
+  }
+
+  private fail(res: ServerResponse, head: string[], err: unknown): void {
+    const id = head[1] as string;
+    this.services.log.error({ err, reqId: id }, 'GET /me could not be answered');
+    const e = new ApiError('internal');
+    send(res, head.slice(0, 2), JSON.stringify({ ...e.body(), requestId: id }), e.statusCode);
+  }
+}
+
+function send(res: ServerResponse, head: string[], body: string, status = 200): void {
+  head.push('content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body)));
+  res.writeHead(status, head);
+  res.end(body);
+}
+
+/**
+ * Fastify's server with the lane in front. The timeouts are those Fastify sets on the servers it
+ * makes itself (fastify/lib/server.js), so connections behave the same with or without the lane.
+ */
+export function laneServerFactory(lane: MemoryLane): FastifyServerFactory {
+  return (handler, opts) => {
+    const o = opts as { keepAliveTimeout: number; requestTimeout: number; connectionTimeout: number; maxRequestsPerSocket: number };
+    const server = createServer((req, res) => {
+      let answered = false;
+      try {
+        answered = lane.answer(req, res);
+      } catch (err) {
+        // A defect of the lane must not take the process down: Fastify answers instead.
+        lane.services.log.error({ err }, 'memory lane failed; Fastify answers');
+        if (res.headersSent) {
+          res.destroy();
+          return;
+        }
+      }
+      if (!answered) handler(req, res);
+    });
+    server.keepAliveTimeout = o.keepAliveTimeout;
+    server.requestTimeout = o.requestTimeout;
+    server.setTimeout(o.connectionTimeout);
+    if (o.maxRequestsPerSocket > 0) server.maxRequestsPerSocket = o.maxRequestsPerSocket;
+    return server;
+  };
+}
