@@ -13,7 +13,7 @@
 import type { Db } from '../db/index.js';
 import type { AccountRow } from '../db/types.js';
 import type { Clock } from '../lib/clock.js';
-import { type Period, quotaPeriod } from '../limits/period.js';
+import { type Period, quotaPeriodAt } from '../limits/period.js';
 import type { UsageMeter, UsageSnapshot } from '../limits/types.js';
 import { accountViewOf, type PhoneNumberView, readPhoneNumbers } from './service.js';
 
@@ -54,7 +54,7 @@ export class AccountViewCache {
    * than bytes: node:http sends a text body in one write with the response head.
    */
   json(account: AccountRow): string | Promise<string> {
-    const period = quotaPeriod(this.clock.now());
+    const period = quotaPeriodAt(this.clock.ms());
     const entry = this.entry(account.id, period);
     if (entry.ready) return this.jsonOf(account, entry.ready);
     return entry.data.then((stored) => this.jsonOf(account, stored));
@@ -79,7 +79,7 @@ export class AccountViewCache {
   /** The account's view can be answered now, without a read (json() returns bytes). */
   ready(accountId: string): boolean {
     const cur = this.entries.get(accountId);
-    return cur?.ready !== undefined && this.fresh(cur, quotaPeriod(this.clock.now()).start.getTime());
+    return cur?.ready !== undefined && this.fresh(cur, quotaPeriodAt(this.clock.ms()).start.getTime());
   }
 
   private fresh(entry: Entry, period: number): boolean {

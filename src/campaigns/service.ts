@@ -334,7 +334,7 @@ async function sendOne(s: Services, account: AccountRow, c: CampaignRow, marketi
     // later with a new one; after the last try of the schedule it counts as failed.
     const wait = s.config.CAMPAIGN_RETRY_SCHEDULE[r.attempts];
     if (err instanceof ApiError && err.code === 'provider_temporary' && wait !== undefined) {
-      const at = new Date(s.clock.now().getTime() + wait * 1000);
+      const at = new Date(s.clock.ms() + wait * 1000);
       return { kind: 'retry', error: error.slice(0, 500), at, ...(messageId ? { messageId } : {}) };
     }
     if (!(err instanceof ApiError)) s.log.warn({ err: { message: error }, campaignId: c.id }, 'campaign send failed');

@@ -180,7 +180,7 @@ function replay(reply: FastifyReply, status: number, body: unknown): FastifyRepl
 
 /** Periodic purge of keys past their 24 hours (they are ignored already; this keeps the table small). */
 export async function purgeIdempotencyKeys(s: Services): Promise<number> {
-  const cutoff = new Date(s.clock.now().getTime() - IDEMPOTENCY_TTL_MS);
+  const cutoff = new Date(s.clock.ms() - IDEMPOTENCY_TTL_MS);
   const res = await s.db.deleteFrom('idempotency_keys').where('created_at', '<=', cutoff).executeTakeFirst();
   return Number(res.numDeletedRows ?? 0);
 }

@@ -42,11 +42,11 @@ export class MemoryLimiter implements Limiter {
 
   ipBlocked(ip: string): boolean {
     const s = this.ips.get(ip);
-    return s !== undefined && s.blockedUntil > this.clock.now().getTime();
+    return s !== undefined && s.blockedUntil > this.clock.ms();
   }
 
   async invalidKey(ip: string): Promise<boolean> {
-    const now = this.clock.now().getTime();
+    const now = this.clock.ms();
     let s = this.ips.get(ip);
     if (s && s.blockedUntil > now) return true;
     if (!s) {
@@ -69,20 +69,20 @@ export class MemoryLimiter implements Limiter {
   }
 
   admit(ctx: AccountLimitsCtx, opts: AdmitOptions): CapOutcome | Promise<CapOutcome> {
-    const period = quotaPeriodAt(this.clock.now().getTime());
+    const now = this.clock.ms();
+    const period = quotaPeriodAt(now);
     const calls = this.calls.get(ctx.accountId);
     if (calls && calls.period === period.start.getTime()) {
       // Other processes' batches show up in the database: re-read now and then, off the request.
       if (Date.now() - calls.loadedAt >= CALLS_REFRESH_MS) void this.loadCalls(ctx.accountId, period);
       // The counter is in memory (the hot path): decide without yielding.
-      return this.decideNow(ctx, opts, calls);
+      return this.decideNow(ctx, opts, calls, now);
     }
-    return this.loadCalls(ctx.accountId, period).then((st) => this.decideNow(ctx, opts, st));
+    return this.loadCalls(ctx.accountId, period).then((st) => this.decideNow(ctx, opts, st, this.clock.ms()));
   }
 
   /** Synchronous: no other request of this process interleaves between the check and the count. */
-  private decideNow(ctx: AccountLimitsCtx, opts: AdmitOptions, calls: CallsState): CapOutcome {
-    const now = this.clock.now().getTime();
+  private decideNow(ctx: AccountLimitsCtx, opts: AdmitOptions, calls: CallsState, now: number): CapOutcome {
     if ((this.ips.get(opts.ip)?.blockedUntil ?? 0) > now) return outcome(ctx, now, 'blocked', 0, 0);
     const win = windowStart(now);
     const req = current(this.requests, ctx.accountId, win);

@@ -281,7 +281,7 @@ export class RedisLimiter implements Limiter {
   ipBlocked(ip: string): boolean {
     const until = this.knownBlocks.get(ip);
     if (until !== undefined) {
-      if (until > this.clock.now().getTime()) return true;
+      if (until > this.clock.ms()) return true;
       this.knownBlocks.delete(ip);
     }
     return this.outage ? this.fallback.ipBlocked(ip) : false;
@@ -290,7 +290,7 @@ export class RedisLimiter implements Limiter {
   async invalidKey(ip: string): Promise<boolean> {
     if (!(await this.usable())) return this.fallback.invalidKey(ip);
     try {
-      const now = this.clock.now().getTime();
+      const now = this.clock.ms();
       const r = await this.redis.chasquiInvalidKey(
         this.key('bad', ip),
         this.key('block', ip),
@@ -312,7 +312,7 @@ export class RedisLimiter implements Limiter {
   }
 
   admit(ctx: AccountLimitsCtx, opts: AdmitOptions): CapOutcome | Promise<CapOutcome> {
-    const now = this.clock.now().getTime();
+    const now = this.clock.ms();
     const { requestsPerMinute: rpm, messagesPerMinute: mpm, apiCallsPerMonth: quota } = ctx.limits;
     // Nothing to count for an account without caps or quota (its usage is the database's).
     if (rpm === null && quota === null && (!opts.message || mpm === null)) return outcome(ctx, now, 'ok', 0, 0);

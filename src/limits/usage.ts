@@ -4,7 +4,7 @@
 import { sql } from 'kysely';
 import type { Db, Executor } from '../db/index.js';
 import type { Clock } from '../lib/clock.js';
-import { type Period, quotaPeriod } from './period.js';
+import { type Period, quotaPeriod, quotaPeriodAt } from './period.js';
 import type { UsageMeter, UsageSnapshot } from './types.js';
 
 export const FLUSH_EVERY_MS = 5_000;
@@ -41,7 +41,7 @@ export class DbUsageMeter implements UsageMeter {
   }
 
   countApiCall(accountId: string): void {
-    add(this.pending, accountId, quotaPeriod(this.clock.now()).start.getTime(), 1);
+    add(this.pending, accountId, quotaPeriodAt(this.clock.ms()).start.getTime(), 1);
   }
 
   /** Calls counted in memory but not yet written, for this account and period. */

@@ -192,7 +192,7 @@ export const EARLY_STATUS_TTL_MS = 7 * 24 * 60 * 60 * 1000;
  * a week will never find its message. Run by the `case-timeouts` job; returns how many went.
  */
 export async function purgeEarlyStatuses(s: Services): Promise<number> {
-  const before = new Date(s.clock.now().getTime() - EARLY_STATUS_TTL_MS);
+  const before = new Date(s.clock.ms() - EARLY_STATUS_TTL_MS);
   const r = await s.db.deleteFrom('early_statuses').where('created_at', '<', before).executeTakeFirst();
   const n = Number(r.numDeletedRows ?? 0);
   if (n > 0) s.log.info({ purged: n }, 'early status reports older than 7 days deleted');

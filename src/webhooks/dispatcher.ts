@@ -224,7 +224,7 @@ export class WebhookDispatcher implements Dispatcher {
   private startWaiting(): void {
     const stale: { id: string; lease: Date }[] = [];
     // An attempt must end well inside its lease, or another process may take it meanwhile.
-    const latest = this.s.clock.now().getTime() + this.timeoutMs + 5_000;
+    const latest = this.s.clock.ms() + this.timeoutMs + 5_000;
     for (const [w, q] of this.waiting) {
       while (q.length > 0 && this.inFlight.size < MAX_IN_FLIGHT && (this.perWebhook.get(w) ?? 0) < PER_ENDPOINT) {
         const next = q.shift() as { c: Claimed; lease: Date };
