@@ -219,9 +219,10 @@ export interface LoadResult {
 /** WARMUP_SECONDS of the same load, not counted, before the measured run. */
 const WARMUP_SECONDS = 2;
 
-export async function load(opts: autocannon.Options & { warmup?: boolean; pid?: number }): Promise<LoadResult> {
+export async function load(opts: autocannon.Options & { warmup?: boolean | number; pid?: number }): Promise<LoadResult> {
   const { warmup, pid, ...options } = opts;
-  if (warmup) await autocannon({ connections: 32, pipelining: 1, ...options, duration: WARMUP_SECONDS });
+  // warmup: true for WARMUP_SECONDS, or a number of seconds.
+  if (warmup) await autocannon({ connections: 32, pipelining: 1, ...options, duration: warmup === true ? WARMUP_SECONDS : warmup });
   const cpuBefore = cpuMs(pid);
   const r = await autocannon({ duration: 8, connections: 32, pipelining: 1, ...options });
   const cpu = cpuMs(pid) - cpuBefore;

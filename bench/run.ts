@@ -97,8 +97,10 @@ async function meFigures(server: Server): Promise<Server> {
     // Two processes running the same code differ here by up to ±15 % for their whole life (where
     // V8 puts things), more than the limits cost. So each round starts a fresh process for /me
     // (on the bench database) and for limits off, warms every target up (JIT; bare node:http
-    // too), and measures the four in turn; each figure is the mean of its rounds. Each server's
-    // CPU time per request is read from /proc too (docs/performance.md).
+    // too), and measures the targets in turn in short slices: the machine's speed drifts over
+    // seconds (other tenants of the host), and every target sees the same drift. Each figure is
+    // the mean of all its slices; each server's CPU time per request is read from /proc too
+    // (docs/performance.md).
     const runs: Record<'bare' | 'on' | 'off' | 'framework' | 'same', LoadResult[]> = { bare: [], on: [], off: [], framework: [], same: [] };
     // One process at a time on a data directory (PGlite): the bench server rests meanwhile.
     await server.stop();
@@ -115,8 +117,11 @@ async function meFigures(server: Server): Promise<Server> {
           framework: { url: `${onServer.url}/healthz`, pid: onServer.proc.pid },
           same: { url: `${onServer.url}/api/v1/me`, headers: { authorization: `Bearer ${unlimited.key}` }, pid: onServer.proc.pid },
         };
-        for (const name of Object.keys(targets) as (keyof typeof targets)[]) {
-          runs[name].push(await load({ ...targets[name], duration: DURATION, connections: CONNECTIONS, warmup: true }));
+        for (let slice = 0; slice < SLICES; slice++) {
+          for (const name of Object.keys(targets) as (keyof typeof targets)[]) {
+            const warmup = slice === 0 && ME_WARMUP_SECONDS;
+            runs[name].push(await load({ ...targets[name], duration: DURATION / SLICES, connections: CONNECTIONS, warmup }));
+          }
         }
       } finally {
         await onServer.stop();
@@ -124,9 +129,14 @@ async function meFigures(server: Server): Promise<Server> {
       }
     }
     const [bare, on, off, framework] = (['bare', 'on', 'off', 'framework'] as const).map((name) => meanOf(runs[name]));
-    const rounds = (name: keyof typeof runs) => runs[name].map((r) => fmt(r.rps)).join(' / ');
+    const rounds = (name: keyof typeof runs) => {
+      const rps = runs[name].map((r) => r.rps);
+      return `${fmt(Math.min(...rps))}–${fmt(Math.max(...rps))}`;
+    };
     const cpu = (r: LoadResult) => (r.cpuUs === undefined ? '?' : r.cpuUs.toFixed(1));
-    console.log(`  rounds — bare ${rounds('bare')}; /me ${rounds('on')}; limits off ${rounds('off')}; /healthz ${rounds('framework')}`);
+    console.log(
+      `  ${ROUNDS} processes × ${SLICES} interleaved slices of ${DURATION / SLICES} s, req/s range — bare ${rounds('bare')}; /me ${rounds('on')}; limits off ${rounds('off')}; /healthz ${rounds('framework')}`,
+    );
     console.log(`  server CPU per request (µs) — bare ${cpu(bare)}; /me ${cpu(on)}; limits off ${cpu(off)}; /healthz ${cpu(framework)}`);
     checkClean('GET /me', on);
     checkClean('GET /me (limits off)', off);
@@ -184,7 +194,15 @@ async function meFigures(server: Server): Promise<Server> {
 }
 
 /** Rounds of the GET /me figures (fresh server processes each round, targets measured in turn). */
-const ROUNDS = 3;
+const ROUNDS = 4;
+/** Each round's measurement of a target, cut into this many slices taken in turn with the others. */
+const SLICES = 4;
+/**
+ * Load before a fresh process's first slice, not counted. After 2 s a third of the processes
+ * still ran their first measurement 10–60 % slower than their later ones (V8 still optimizing);
+ * the figures are of a server that has been up for a while.
+ */
+const ME_WARMUP_SECONDS = 5;
 
 /** Mean throughput of several runs (CPU per request over all of them); worst latency; errors summed. */
 function meanOf(rs: LoadResult[]): LoadResult {
