@@ -49,27 +49,39 @@ export class MemoryLane {
       req[kAdmission] = { auth, ip, outcome };
       return false;
     }
-    // Counted before the view is built, as the guards do: the answer includes this call.
-    s.usage.countApiCall(auth.account.id);
+    // Admitted here, so answered here whatever happens next: handing the request to Fastify now
+    // would admit and count it a second time.
     this.answered += 1;
     const head: string[] = ['x-request-id', randomUUID()];
     for (const k in outcome.headers) head.push(k, outcome.headers[k] as string);
-    const json = s.accountViews.json(auth.account);
-    if (typeof json === 'string') send(res, head, json);
-    // ready() said the view was fresh; a month boundary crossed since then reads it again.
-    else
-      json.then(
-        (body) => send(res, head, body),
-        (err) => this.fail(res, head, err),
-      );
+    try {
+      // Counted before the view is built, as the guards do: the answer includes this call.
+      s.usage.countApiCall(auth.account.id);
+      const json = s.accountViews.json(auth.account);
+      if (typeof json === 'string') send(res, head, json);
+      // ready() said the view was fresh; a month boundary crossed since then reads it again.
+      else
+        json.then(
+          (body) => send(res, head, body),
+          (err) => this.fail(res, head, err),
+        );
+    } catch (err) {
+      this.fail(res, head, err);
+    }
     return true;
   }
 
   private fail(res: ServerResponse, head: string[], err: unknown): void {
     const id = head[1] as string;
     this.services.log.error({ err, reqId: id }, 'GET /me could not be answered');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
     const e = new ApiError('internal');
-    send(res, head.slice(0, 2), JSON.stringify({ ...e.body(), requestId: id }), e.statusCode);
+    const sent = head.indexOf('content-type'); // a send that failed half-way left its own headers
+    if (sent >= 0) head.length = sent;
+    send(res, head, JSON.stringify({ ...e.body(), requestId: id }), e.statusCode);
   }
 }
 
@@ -91,7 +103,8 @@ export function laneServerFactory(lane: MemoryLane): FastifyServerFactory {
       try {
         answered = lane.answer(req, res);
       } catch (err) {
-        // A defect of the lane must not take the process down: Fastify answers instead.
+        // A defect before admission (nothing counted yet) must not take the process down:
+        // Fastify answers instead. After admission the lane answers its own failures.
         lane.services.log.error({ err }, 'memory lane failed; Fastify answers');
         if (res.headersSent) {
           res.destroy();

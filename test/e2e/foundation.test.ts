@@ -83,6 +83,40 @@ describe('the service (api.md §5, §7)', () => {
     expect(more.map((r) => r.headers.get('x-ratelimit-remaining'))).toEqual(more.map((_, i) => String(294 - i)));
   });
 
+  it('a failure after the lane admitted a call → 500 from the lane, in the one body shape, the call counted once (decisions.md "usage")', async () => {
+    const acc = await app.createAccount();
+    const lane = app.rt.app.memoryLane;
+    if (!lane) throw new Error('the test app logs every request: no lane');
+    const views = app.rt.services.accountViews;
+    // Warm the key and the view until the lane answers (with Redis it may need a lease first).
+    let n = 0;
+    for (let mid = lane.answered; lane.answered === mid && n < 20; n++) await acc.call('GET', '/me');
+    expect(lane.answered).toBeGreaterThan(0);
+    // The one fault injected here stands for a defect in the view: it fails once, then heals.
+    const json = views.json;
+    views.json = () => {
+      views.json = json;
+      throw new Error('injected');
+    };
+    const mid = lane.answered;
+    const failed = await acc.call('GET', '/me');
+    if (lane.answered === mid) {
+      // Redis counters: the lease ran dry and Fastify answered this one; the fault is still armed.
+      expect(failed.status).toBe(500);
+    } else {
+      expect(failed.status).toBe(500);
+      expect(failed.headers.get('x-ratelimit-limit')).toBe('300');
+    }
+    expect(failed.body).toEqual({ error: expect.any(String), cause: null, requestId: expect.any(String) });
+    expect(failed.headers.get('x-request-id')).toBe(failed.body.requestId);
+    expect(JSON.stringify(failed.body)).not.toMatch(/injected|at /);
+    views.json = json;
+    const next = await acc.call('GET', '/me');
+    expect(next.status).toBe(200);
+    // n warm-up calls, the failed one, this one: each counted exactly once.
+    expect(next.body.usage.apiCalls).toBe(n + 2);
+  });
+
   it('unknown route → 404 in the same body shape (api.md §7)', async () => {
     const acc = await app.createAccount();
     const res = await acc.call('GET', '/nope');
