@@ -24,7 +24,16 @@ interface Stored {
   usage: UsageSnapshot;
   numbers: PhoneNumberView[];
   /** The view's JSON around the `apiCalls` value, for the account row it was built from. */
-  json?: { account: AccountRow; head: string; tail: string };
+  json?: { account: AccountRow; head: string; tail: string; extraBytes: number };
+}
+
+/** A view that can be rendered now (opaque outside this module). */
+export type ReadyView = { readonly usage: UsageSnapshot };
+
+export interface ViewText {
+  text: string;
+  /** UTF-8 bytes of `text` (the Content-Length). */
+  bytes: number;
 }
 
 interface Entry {
@@ -56,30 +65,36 @@ export class AccountViewCache {
   json(account: AccountRow): string | Promise<string> {
     const period = quotaPeriodAt(this.clock.ms());
     const entry = this.entry(account.id, period);
-    if (entry.ready) return this.jsonOf(account, entry.ready);
-    return entry.data.then((stored) => this.jsonOf(account, stored));
+    if (entry.ready) return this.render(account, entry.ready).text;
+    return entry.data.then((stored) => this.render(account, stored).text);
   }
 
-  private jsonOf(account: AccountRow, stored: Stored): string {
+  /**
+   * The account's view when it can be answered now, without a read, else undefined (json()
+   * reads). The memory lane takes it before admitting a call and renders it after counting it.
+   */
+  readyView(accountId: string): ReadyView | undefined {
+    const cur = this.entries.get(accountId);
+    return cur?.ready !== undefined && this.fresh(cur, quotaPeriodAt(this.clock.ms()).start.getTime()) ? cur.ready : undefined;
+  }
+
+  /** A view's text with this process's calls counted so far, and its size in bytes. */
+  render(account: AccountRow, view: ReadyView): ViewText {
+    const stored = view as Stored;
     let json = stored.json;
     if (json?.account !== account) {
       const { usage, phoneNumbers, ...base } = accountViewOf(account, stored.usage, stored.numbers);
       const { period, apiCalls: _, ...rest } = usage;
-      json = {
-        account,
-        head: `${JSON.stringify(base).slice(0, -1)},"usage":{"period":${JSON.stringify(period)},"apiCalls":`,
-        tail: `,${JSON.stringify(rest).slice(1)},"phoneNumbers":${JSON.stringify(phoneNumbers)}}`,
-      };
+      const head = `${JSON.stringify(base).slice(0, -1)},"usage":{"period":${JSON.stringify(period)},"apiCalls":`;
+      const tail = `,${JSON.stringify(rest).slice(1)},"phoneNumbers":${JSON.stringify(phoneNumbers)}}`;
+      // The number is ASCII digits: the text's bytes are its length plus what the kept parts add.
+      const extraBytes = Buffer.byteLength(head) - head.length + Buffer.byteLength(tail) - tail.length;
+      json = { account, head, tail, extraBytes };
       stored.json = json;
     }
     // The DB part of apiCalls is cached; this process's unwritten calls are always current.
-    return json.head + (stored.usage.apiCalls + this.usage.pendingApiCalls(account.id, stored.usage.period)) + json.tail;
-  }
-
-  /** The account's view can be answered now, without a read (json() returns bytes). */
-  ready(accountId: string): boolean {
-    const cur = this.entries.get(accountId);
-    return cur?.ready !== undefined && this.fresh(cur, quotaPeriodAt(this.clock.ms()).start.getTime());
+    const text = json.head + (stored.usage.apiCalls + this.usage.pendingApiCalls(account.id, stored.usage.period)) + json.tail;
+    return { text, bytes: text.length + json.extraBytes };
   }
 
   private fresh(entry: Entry, period: number): boolean {

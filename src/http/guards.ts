@@ -2,7 +2,7 @@
 // IP block (429) → key (401) → plan (402) → minute caps (429) → monthly quota (429).
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AuthContext } from '../keys/service.js';
+import { type AuthContext, bearer } from '../keys/service.js';
 import { planHasApi } from '../limits/plans.js';
 import type { CapOutcome } from '../limits/types.js';
 import type { Services } from '../services.js';
@@ -15,12 +15,6 @@ declare module 'fastify' {
     /** The request passed the caps and quota: it counts as an API call (api.md §8). */
     countsAsCall: boolean;
   }
-}
-
-export function bearer(header: string | undefined): string | undefined {
-  if (!header) return undefined;
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return m?.[1];
 }
 
 /**
@@ -59,7 +53,7 @@ function countCall(req: FastifyRequest, services: Services): void {
 /** The caller's cached key, when the checks before the caps can be made without reading. */
 export function cachedAuth(req: IncomingMessage, services: Services, ip: string): AuthContext | undefined {
   if (services.limiter.ipBlocked(ip)) return undefined;
-  const auth = services.auth.cached(bearer(req.headers.authorization));
+  const auth = services.auth.cachedOn(req.socket, req.headers.authorization);
   return auth && planHasApi(auth.account.plan) ? auth : undefined;
 }
 
@@ -76,10 +70,9 @@ function guard(req: FastifyRequest, reply: FastifyReply, services: Services): Pr
   }
   const ip = clientIp(req.raw, services.config.trustProxy);
   if (services.limiter.ipBlocked(ip)) throw new ApiError('ip_blocked');
-  const key = bearer(req.headers.authorization);
-  const auth = services.auth.cached(key);
+  const auth = services.auth.cachedOn(req.raw.socket, req.headers.authorization);
   if (auth) return admit(req, reply, services, auth, ip);
-  return services.auth.authenticate(key).then(async (found) => {
+  return services.auth.authenticate(bearer(req.headers.authorization)).then(async (found) => {
     if (!found) {
       // Any 401 counts for the caller's IP; the 21st within a minute blocks it (decisions.md).
       if (await services.limiter.invalidKey(ip)) throw new ApiError('ip_blocked');

@@ -42,7 +42,8 @@ export class MemoryLane {
     const s = this.services;
     const ip = clientIp(req, s.config.trustProxy);
     const auth = cachedAuth(req, s, ip);
-    if (!auth || !s.accountViews.ready(auth.account.id)) return false;
+    const view = auth && s.accountViews.readyView(auth.account.id);
+    if (!auth || !view) return false;
     // From here the request is admitted exactly once, here or by the guards.
     const outcome = s.limiter.admit(auth.caps, { ip, message: false });
     if (outcome instanceof Promise || outcome.error) {
@@ -55,16 +56,12 @@ export class MemoryLane {
     const head: string[] = ['x-request-id', randomUUID()];
     for (const k in outcome.headers) head.push(k, outcome.headers[k] as string);
     try {
-      // Counted before the view is built, as the guards do: the answer includes this call.
+      // Counted before the view is rendered, as the guards do: the answer includes this call.
       s.usage.countApiCall(auth.account.id);
-      const json = s.accountViews.json(auth.account);
-      if (typeof json === 'string') send(res, head, json);
-      // ready() said the view was fresh; a month boundary crossed since then reads it again.
-      else
-        json.then(
-          (body) => send(res, head, body),
-          (err) => this.fail(res, head, err),
-        );
+      const body = s.accountViews.render(auth.account, view);
+      head.push('content-type', JSON_TYPE, 'content-length', String(body.bytes));
+      res.writeHead(200, head);
+      res.end(body.text);
     } catch (err) {
       this.fail(res, head, err);
     }
@@ -78,17 +75,14 @@ export class MemoryLane {
       res.destroy();
       return;
     }
-    const e = new ApiError('internal');
-    const sent = head.indexOf('content-type'); // a send that failed half-way left its own headers
+    const sent = head.indexOf('content-type'); // a failed write left the body's headers
     if (sent >= 0) head.length = sent;
-    send(res, head, JSON.stringify({ ...e.body(), requestId: id }), e.statusCode);
+    const e = new ApiError('internal');
+    const body = JSON.stringify({ ...e.body(), requestId: id });
+    head.push('content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body)));
+    res.writeHead(e.statusCode, head);
+    res.end(body);
   }
-}
-
-function send(res: ServerResponse, head: string[], body: string, status = 200): void {
-  head.push('content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body)));
-  res.writeHead(status, head);
-  res.end(body);
 }
 
 /**

@@ -94,13 +94,34 @@ export interface AuthContext {
   caps: AccountLimitsCtx;
 }
 
+/** The key of an `Authorization: Bearer <key>` header, if it has that form. */
+export function bearer(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m?.[1];
+}
+
+interface CacheEntry {
+  ctx: AuthContext;
+  until: number;
+}
+
+const kKeyMemo = Symbol('chasqui.keyMemo');
+/** What a connection remembers of the last key it sent (see `cachedOn`). */
+interface KeyMemo {
+  header: string;
+  hit: CacheEntry;
+  generation: number;
+}
+type MemoHolder = { [kKeyMemo]?: KeyMemo };
+
 /**
  * Resolves a bearer key to its account. Lookups are cached briefly (a hot path on every
  * request) and made once per key however many requests wait for them; revocation and plan
  * changes in this process clear the cache at once, other processes see them within the TTL.
  */
 export class KeyAuthenticator {
-  private cache = new Map<string, { ctx: AuthContext; until: number }>();
+  private cache = new Map<string, CacheEntry>();
   private lookups = new Map<string, Promise<AuthContext | null>>();
   /** Bumped by every forget: a lookup that started before one is not cached. */
   private generation = 0;
@@ -115,6 +136,28 @@ export class KeyAuthenticator {
     if (!key || key.length > MAX_KEY_LENGTH) return undefined;
     const hit = this.cache.get(hashKey(key));
     return hit && hit.until > Date.now() ? hit.ctx : undefined;
+  }
+
+  /**
+   * `cached` for the Authorization header of a request on a connection. A keep-alive client
+   * sends the same header on every request, so the connection keeps the header it last sent with
+   * the cache entry it found, and the next request with the same header skips the parse, the
+   * hash and the map. The memo is only as good as its entry: it ends with the entry's time and
+   * with any forget (a revocation or a plan change in this process). It holds the key in memory
+   * as long as the connection is open, as the connection's own buffers do; nothing is written.
+   */
+  cachedOn(connection: object, header: string | undefined): AuthContext | undefined {
+    const holder = connection as MemoHolder;
+    const memo = holder[kKeyMemo];
+    if (memo !== undefined && memo.header === header && memo.generation === this.generation && memo.hit.until > Date.now()) {
+      return memo.hit.ctx;
+    }
+    const key = bearer(header);
+    if (!key || key.length > MAX_KEY_LENGTH) return undefined;
+    const hit = this.cache.get(hashKey(key));
+    if (!hit || hit.until <= Date.now()) return undefined;
+    holder[kKeyMemo] = { header: header as string, hit, generation: this.generation };
+    return hit.ctx;
   }
 
   async authenticate(key: string | undefined): Promise<AuthContext | null> {

@@ -1,3 +1,4 @@
+import { Agent, request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request, startTestApp, type TestApp } from '../harness.js';
 
@@ -36,6 +37,40 @@ describe('the service (api.md §5, §7)', () => {
     expect(res.body.cause).toMatchObject({ type: 'upgrade', plan: 'crecimiento', suggested: 'escala' });
   });
 
+  it('"revoked keys stop working" at once, also on the keep-alive connection that used the key (its memo of the key ends), as does a plan change', async () => {
+    const acc = await app.createAccount();
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const url = new URL(app.url);
+    const onOneConnection = (path: string, key: string) =>
+      new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
+        const req = httpRequest(
+          { agent, host: url.hostname, port: url.port, path: `/api/v1${path}`, headers: { authorization: `Bearer ${key}` } },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }));
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+    try {
+      expect((await onOneConnection('/me', acc.key)).status).toBe(200);
+      expect(await onOneConnection('/me', acc.key)).toEqual({ status: 200, reused: true });
+      // A second key of the account stays valid while the first is revoked.
+      const other = await app.admin('POST', `/accounts/${acc.id}/keys`, { name: 'otra' });
+      expect(await onOneConnection('/me', other.body.key)).toEqual({ status: 200, reused: true });
+      expect(await onOneConnection('/me', acc.key)).toEqual({ status: 200, reused: true });
+      expect((await app.admin('DELETE', `/accounts/${acc.id}/keys/${acc.keyId}`)).status).toBe(204);
+      expect(await onOneConnection('/me', acc.key)).toEqual({ status: 401, reused: true });
+      expect(await onOneConnection('/contacts', acc.key)).toEqual({ status: 401, reused: true });
+      expect(await onOneConnection('/me', other.body.key)).toEqual({ status: 200, reused: true });
+      expect((await app.admin('PATCH', `/accounts/${acc.id}`, { plan: 'crecimiento' })).status).toBe(200);
+      expect(await onOneConnection('/me', other.body.key)).toEqual({ status: 402, reused: true });
+    } finally {
+      agent.destroy();
+    }
+  });
+
   it('GET /me returns account, limits, usage and phone numbers (decisions.md "GET /me")', async () => {
     const acc = await app.createAccount({ limits: { contacts: 5 } });
     const me = await acc.call('GET', '/me');
@@ -49,7 +84,8 @@ describe('the service (api.md §5, §7)', () => {
   });
 
   it('GET /me answered from memory (the lane ahead of Fastify) is the answer Fastify gives: same body, headers, and each call counted once', async () => {
-    const acc = await app.createAccount();
+    // A name beyond ASCII: the lane's Content-Length counts UTF-8 bytes, not characters.
+    const acc = await app.createAccount({ name: 'Panadería Ñandú — “La Única” 🥐' });
     const lane = app.rt.app.memoryLane;
     if (!lane) throw new Error('the test app logs every request: no lane');
     const before = lane.answered;
@@ -61,7 +97,11 @@ describe('the service (api.md §5, §7)', () => {
     for (const path of ['/me', '/me', '/me/', '/me?x=1', '/me']) calls.push(await acc.call('GET', path));
     if (process.env.REDIS_URL) expect(lane.answered - before).toBeLessThanOrEqual(2);
     else expect(lane.answered - before).toBe(2);
-    for (const r of calls) expect(r.status).toBe(200);
+    for (const r of calls) {
+      expect(r.status).toBe(200);
+      expect(r.body.name).toBe('Panadería Ñandú — “La Única” 🥐');
+      expect(Number(r.headers.get('content-length'))).toBe(Buffer.byteLength(JSON.stringify(r.body)));
+    }
     // "Every request with a valid key" is one API call, counted before the answer, on both paths.
     expect(calls.map((r) => r.body.usage.apiCalls)).toEqual([1, 2, 3, 4, 5]);
     expect(calls.map((r) => r.headers.get('x-ratelimit-remaining'))).toEqual(['299', '298', '297', '296', '295']);
@@ -93,9 +133,9 @@ describe('the service (api.md §5, §7)', () => {
     for (let mid = lane.answered; lane.answered === mid && n < 20; n++) await acc.call('GET', '/me');
     expect(lane.answered).toBeGreaterThan(0);
     // The one fault injected here stands for a defect in the view: it fails once, then heals.
-    const json = views.json;
-    views.json = () => {
-      views.json = json;
+    const render = views.render;
+    views.render = () => {
+      views.render = render;
       throw new Error('injected');
     };
     const mid = lane.answered;
@@ -110,7 +150,7 @@ describe('the service (api.md §5, §7)', () => {
     expect(failed.body).toEqual({ error: expect.any(String), cause: null, requestId: expect.any(String) });
     expect(failed.headers.get('x-request-id')).toBe(failed.body.requestId);
     expect(JSON.stringify(failed.body)).not.toMatch(/injected|at /);
-    views.json = json;
+    views.render = render;
     const next = await acc.call('GET', '/me');
     expect(next.status).toBe(200);
     // n warm-up calls, the failed one, this one: each counted exactly once.
