@@ -157,6 +157,40 @@ describe('the service (api.md §5, §7)', () => {
     expect(next.body.usage.apiCalls).toBe(n + 2);
   });
 
+  it('the lane and Fastify read the head alike: header names in any case, the first Authorization wins, a body goes to Fastify', async () => {
+    const acc = await app.createAccount();
+    const lane = app.rt.app.memoryLane;
+    if (!lane) throw new Error('the test app logs every request: no lane');
+    const url = new URL(app.url);
+    const get = (headers: [string, string][]) =>
+      new Promise<{ status: number; apiCalls: number }>((resolve, reject) => {
+        // A flat [name, value, …] list: sent as written, duplicates included (Host too, then).
+        const flat = ['Host', url.host, ...headers.flat()];
+        const req = httpRequest({ host: url.hostname, port: url.port, path: '/api/v1/me', headers: flat }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (d) => {
+            text += d;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, apiCalls: JSON.parse(text).usage?.apiCalls ?? -1 }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    const auth = `Bearer ${acc.key}`;
+    for (let i = 0; i < 20 && lane.answered === 0; i++) await get([['Authorization', auth]]);
+    const n = (await get([['Authorization', auth]])).apiCalls;
+    const mid = lane.answered;
+    expect(await get([['AUTHORIZATION', auth]])).toEqual({ status: 200, apiCalls: n + 1 });
+    expect(await get([['authorization', auth], ['Authorization', 'Bearer etk_live_nope']])).toEqual({ status: 200, apiCalls: n + 2 });
+    expect(await get([['Authorization', 'Bearer etk_live_nope'], ['authorization', auth]])).toMatchObject({ status: 401 });
+    const answered = lane.answered - mid;
+    // A GET with a body (even an empty one) is Fastify's, and still counted once.
+    expect(await get([['Authorization', auth], ['Content-Length', '0']])).toEqual({ status: 200, apiCalls: n + 3 });
+    expect(lane.answered - mid).toBe(answered);
+    if (!process.env.REDIS_URL) expect(answered).toBe(2);
+  });
+
   it('unknown route → 404 in the same body shape (api.md §7)', async () => {
     const acc = await app.createAccount();
     const res = await acc.call('GET', '/nope');
