@@ -182,11 +182,26 @@ describe('the service (api.md §5, §7)', () => {
     const n = (await get([['Authorization', auth]])).apiCalls;
     const mid = lane.answered;
     expect(await get([['AUTHORIZATION', auth]])).toEqual({ status: 200, apiCalls: n + 1 });
-    expect(await get([['authorization', auth], ['Authorization', 'Bearer etk_live_nope']])).toEqual({ status: 200, apiCalls: n + 2 });
-    expect(await get([['Authorization', 'Bearer etk_live_nope'], ['authorization', auth]])).toMatchObject({ status: 401 });
+    expect(
+      await get([
+        ['authorization', auth],
+        ['Authorization', 'Bearer etk_live_nope'],
+      ]),
+    ).toEqual({ status: 200, apiCalls: n + 2 });
+    expect(
+      await get([
+        ['Authorization', 'Bearer etk_live_nope'],
+        ['authorization', auth],
+      ]),
+    ).toMatchObject({ status: 401 });
     const answered = lane.answered - mid;
     // A GET with a body (even an empty one) is Fastify's, and still counted once.
-    expect(await get([['Authorization', auth], ['Content-Length', '0']])).toEqual({ status: 200, apiCalls: n + 3 });
+    expect(
+      await get([
+        ['Authorization', auth],
+        ['Content-Length', '0'],
+      ]),
+    ).toEqual({ status: 200, apiCalls: n + 3 });
     expect(lane.answered - mid).toBe(answered);
     if (!process.env.REDIS_URL) expect(answered).toBe(2);
   });
