@@ -27,8 +27,8 @@ interface Stored {
   json?: { account: AccountRow; head: string; tail: string; extraBytes: number };
 }
 
-/** A view that can be rendered now (opaque outside this module). */
-export type ReadyView = { readonly usage: UsageSnapshot };
+/** A view that can be rendered now (`readyView`, then `render`). */
+export type ReadyView = Stored;
 
 export interface ViewText {
   text: string;
@@ -79,8 +79,7 @@ export class AccountViewCache {
   }
 
   /** A view's text with this process's calls counted so far, and its size in bytes. */
-  render(account: AccountRow, view: ReadyView): ViewText {
-    const stored = view as Stored;
+  render(account: AccountRow, stored: ReadyView): ViewText {
     let json = stored.json;
     if (json?.account !== account) {
       const { usage, phoneNumbers, ...base } = accountViewOf(account, stored.usage, stored.numbers);

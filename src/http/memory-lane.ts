@@ -55,6 +55,7 @@ export class MemoryLane {
     this.answered += 1;
     const head: string[] = ['x-request-id', randomUUID()];
     for (const k in outcome.headers) head.push(k, outcome.headers[k] as string);
+    const rateHeadersEnd = head.length;
     try {
       // Counted before the view is rendered, as the guards do: the answer includes this call.
       s.usage.countApiCall(auth.account.id);
@@ -63,6 +64,7 @@ export class MemoryLane {
       res.writeHead(200, head);
       res.end(body.text);
     } catch (err) {
+      head.length = rateHeadersEnd; // a failed writeHead leaves the body's headers in the list
       this.fail(res, head, err);
     }
     return true;
@@ -75,8 +77,6 @@ export class MemoryLane {
       res.destroy();
       return;
     }
-    const sent = head.indexOf('content-type'); // a failed write left the body's headers
-    if (sent >= 0) head.length = sent;
     const e = new ApiError('internal');
     const body = JSON.stringify({ ...e.body(), requestId: id });
     head.push('content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body)));

@@ -130,21 +130,20 @@ export class KeyAuthenticator {
     private readonly ttlMs = 2_000,
   ) {}
 
-  /** The key's context when it is cached (synchronous), else undefined: call `authenticate`. */
-  cached(key: string | undefined): AuthContext | undefined {
-    // Longer than any key (KEY_RE): not worth hashing.
-    if (!key || key.length > MAX_KEY_LENGTH) return undefined;
-    const hit = this.cache.get(hashKey(key));
-    return hit && hit.until > Date.now() ? hit.ctx : undefined;
+  /** The cache entry of a key's hash while it is fresh. */
+  private hit(hash: string): CacheEntry | undefined {
+    const hit = this.cache.get(hash);
+    return hit && hit.until > Date.now() ? hit : undefined;
   }
 
   /**
-   * `cached` for the Authorization header of a request on a connection. A keep-alive client
-   * sends the same header on every request, so the connection keeps the header it last sent with
-   * the cache entry it found, and the next request with the same header skips the parse, the
-   * hash and the map. The memo is only as good as its entry: it ends with the entry's time and
-   * with any forget (a revocation or a plan change in this process). It holds the key in memory
-   * as long as the connection is open, as the connection's own buffers do; nothing is written.
+   * The context of a request's Authorization header when its key is cached (synchronous), else
+   * undefined: call `authenticate`. A keep-alive client sends the same header on every request,
+   * so the connection keeps the header it last sent with the cache entry it found, and the next
+   * request with the same header skips the parse, the hash and the map. The memo is only as
+   * good as its entry: it ends with the entry's time and with any forget (a revocation or a plan
+   * change in this process). It holds the key in memory as long as the connection is open, as
+   * the connection's own buffers do; nothing is written.
    */
   cachedOn(connection: object, header: string | undefined): AuthContext | undefined {
     const holder = connection as MemoHolder;
@@ -153,18 +152,19 @@ export class KeyAuthenticator {
       return memo.hit.ctx;
     }
     const key = bearer(header);
+    // Longer than any key (KEY_RE): not worth hashing.
     if (!key || key.length > MAX_KEY_LENGTH) return undefined;
-    const hit = this.cache.get(hashKey(key));
-    if (!hit || hit.until <= Date.now()) return undefined;
+    const hit = this.hit(hashKey(key));
+    if (!hit) return undefined;
     holder[kKeyMemo] = { header: header as string, hit, generation: this.generation };
     return hit.ctx;
   }
 
   async authenticate(key: string | undefined): Promise<AuthContext | null> {
-    const hit = this.cached(key);
-    if (hit) return hit;
     if (!key || !KEY_RE.test(key)) return null;
     const hash = hashKey(key);
+    const hit = this.hit(hash);
+    if (hit) return hit.ctx;
     let lookup = this.lookups.get(hash);
     if (!lookup) {
       lookup = this.lookup(hash).finally(() => this.lookups.delete(hash));
