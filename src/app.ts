@@ -17,7 +17,6 @@ import { errorHandler } from './http/error-handler.js';
 import { ApiError, ValidationError } from './http/errors.js';
 import { installPublicGuards } from './http/guards.js';
 import { installIdempotency } from './http/idempotency.js';
-import { laneServerFactory, MemoryLane } from './http/memory-lane.js';
 import { operatorDocument, publicDocument } from './http/openapi.js';
 import { requestLogger } from './http/request-logger.js';
 import type { ZodApp } from './http/schemas.js';
@@ -32,10 +31,7 @@ installSpanishZodMessages();
 
 export async function buildApp(services: Services): Promise<FastifyInstance> {
   const requestLogging = ['debug', 'trace'].includes(services.config.LOG_LEVEL);
-  // GET /me from memory ahead of Fastify, except when every request is to be logged.
-  const lane = requestLogging ? null : new MemoryLane(services);
   const app = Fastify({
-    ...(lane ? { serverFactory: laneServerFactory(lane) } : {}),
     loggerInstance: services.log,
     childLoggerFactory: requestLogger,
     bodyLimit: BODY_LIMIT,
@@ -75,12 +71,6 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(async () => {
     throw new ApiError('route_not_found');
-  });
-  app.decorate('memoryLane', lane);
-  // A closing server answers through Fastify (503 and Connection: close for new requests).
-  app.addHook('preClose', (done) => {
-    lane?.close();
-    done();
   });
 
   await app.register(fastifySwagger, {

@@ -79,7 +79,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     log,
     limiter: createLimiter(config, clock, (accountId, period) => usage.recordedApiCalls(accountId, period), log),
     usage,
-    auth: new KeyAuthenticator(database.db),
+    auth: new KeyAuthenticator(database.db, clock),
     accountViews: new AccountViewCache(database.db, usage, clock),
     channels,
     dispatcher: { wake() {} },

@@ -1,11 +1,10 @@
 // Operator API: accounts and keys (operator-api.md, "Accounts and keys").
 import { z } from 'zod';
-import { ApiError } from '../http/errors.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { createKey, listKeys, revokeKey } from '../keys/service.js';
 import { PLAN_IDS } from '../limits/plans.js';
 import { LimitsOverride } from './schemas.js';
-import { accountBase, accountView, createAccount, getAccount, updateAccount } from './service.js';
+import { accountBase, accountView, createAccount, getAccount, listAccounts, updateAccount } from './service.js';
 
 const AccountInput = z.object({
   name: z.string().trim().min(1).max(200),
@@ -20,8 +19,7 @@ export const accountAdminRoutes: RoutesFn = (app, s) => {
   });
 
   app.get('/accounts', { schema: { tags: ['Operator'] } }, async () => {
-    const rows = await s.db.selectFrom('accounts').selectAll().orderBy('id').execute();
-    return { data: rows.map(accountBase) };
+    return { data: (await listAccounts(s.db)).map(accountBase) };
   });
 
   app.get('/accounts/:id', { schema: { tags: ['Operator'], params: IdParams } }, async (req) =>
@@ -29,10 +27,7 @@ export const accountAdminRoutes: RoutesFn = (app, s) => {
   );
 
   app.patch('/accounts/:id', { schema: { tags: ['Operator'], params: IdParams, body: AccountInput.partial() } }, async (req) => {
-    const row = await updateAccount(s.db, req.params.id, req.body, s.clock.now());
-    s.auth.forgetAccount(row.id);
-    s.accountViews.changed(row.id);
-    return accountView(s.db, s.usage, row);
+    return accountView(s.db, s.usage, await updateAccount(s, req.params.id, req.body));
   });
 
   app.post(
@@ -54,16 +49,8 @@ export const accountAdminRoutes: RoutesFn = (app, s) => {
     { schema: { tags: ['Operator'], params: z.object({ id: Uuid, keyId: Uuid }) } },
     async (req, reply) => {
       await getAccount(s.db, req.params.id);
-      await revokeKey(s.db, req.params.id, req.params.keyId, s.clock.now());
-      s.auth.forgetAccount(req.params.id);
+      await revokeKey(s, req.params.id, req.params.keyId);
       return reply.code(204).send();
     },
   );
 };
-
-/** Loads the account of an operator path or answers 404. */
-export async function accountOr404(s: Parameters<RoutesFn>[1], id: string) {
-  const a = await s.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!a) throw new ApiError('account_not_found');
-  return a;
-}

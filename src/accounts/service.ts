@@ -5,6 +5,7 @@ import { ApiError } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
 import { effectiveLimits, type Limits } from '../limits/plans.js';
 import type { UsageMeter, UsageSnapshot } from '../limits/types.js';
+import type { Services } from '../services.js';
 
 export interface PhoneNumberView {
   id: string;
@@ -57,21 +58,30 @@ export async function createAccount(
     .executeTakeFirstOrThrow();
 }
 
+/**
+ * Changes name, plan or limit overrides. The key cache and the GET /me views of this process
+ * forget the account at once (other processes within their TTL).
+ */
 export async function updateAccount(
-  db: Executor,
+  s: Services,
   id: string,
-  patch: { name?: string; plan?: string; limits?: Partial<Limits> },
-  now: Date,
+  patch: { name?: string | undefined; plan?: string | undefined; limits?: Partial<Limits> | undefined },
 ): Promise<AccountRow> {
-  const cur = await getAccount(db, id);
+  const cur = await getAccount(s.db, id);
   const limits = patch.limits ? { ...cur.limits, ...patch.limits } : cur.limits;
-  return db
+  const row = await s.db
     .updateTable('accounts')
-    .set({ name: patch.name ?? cur.name, plan: patch.plan ?? cur.plan, limits: JSON.stringify(limits), updated_at: now })
+    .set({ name: patch.name ?? cur.name, plan: patch.plan ?? cur.plan, limits: JSON.stringify(limits), updated_at: s.clock.now() })
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow();
+  s.auth.forgetAccount(id);
+  s.accountViews.changed(id);
+  return row;
 }
+
+/** Every account, oldest first (the operator's list). */
+export const listAccounts = (db: Executor): Promise<AccountRow[]> => db.selectFrom('accounts').selectAll().orderBy('id').execute();
 
 export const readPhoneNumbers = async (db: Executor, accountId: string): Promise<PhoneNumberView[]> =>
   (await db.selectFrom('phone_numbers').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute()).map(

@@ -1,6 +1,6 @@
 // Operator API: campaigns (operator-api.md, "Pipelines, cases, campaigns").
 import { z } from 'zod';
-import { accountOr404 } from '../accounts/admin-routes.js';
+import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { CampaignInput, campaignView, cancelCampaign, createCampaign, getCampaign, listCampaigns } from './service.js';
 
@@ -8,22 +8,22 @@ const CampaignParams = z.object({ id: Uuid, campaignId: Uuid });
 
 export const campaignAdminRoutes: RoutesFn = (app, s) => {
   app.post('/accounts/:id/campaigns', { schema: { tags: ['Operator'], params: IdParams, body: CampaignInput } }, async (req, reply) => {
-    const account = await accountOr404(s, req.params.id);
+    const account = await getAccount(s.db, req.params.id);
     return reply.code(201).send(await createCampaign(s, account, req.body));
   });
 
   app.get('/accounts/:id/campaigns', { schema: { tags: ['Operator'], params: IdParams } }, async (req) => {
-    await accountOr404(s, req.params.id);
+    await getAccount(s.db, req.params.id);
     return { data: await listCampaigns(s.db, req.params.id) };
   });
 
   app.get('/accounts/:id/campaigns/:campaignId', { schema: { tags: ['Operator'], params: CampaignParams } }, async (req) => {
-    await accountOr404(s, req.params.id);
+    await getAccount(s.db, req.params.id);
     return campaignView(await getCampaign(s.db, req.params.id, req.params.campaignId));
   });
 
   app.post('/accounts/:id/campaigns/:campaignId/cancel', { schema: { tags: ['Operator'], params: CampaignParams } }, async (req) => {
-    await accountOr404(s, req.params.id);
+    await getAccount(s.db, req.params.id);
     return cancelCampaign(s, req.params.id, req.params.campaignId);
   });
 };

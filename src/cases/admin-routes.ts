@@ -1,6 +1,6 @@
 // Operator API: pipelines, case close, reason and outcome by a person (operator-api.md).
 import { z } from 'zod';
-import { accountOr404 } from '../accounts/admin-routes.js';
+import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { createPipeline, listPipelines, PipelineInput } from './pipelines.js';
 import { OutcomeBody } from './routes.js';
@@ -11,18 +11,18 @@ const CaseParams = z.object({ id: Uuid, caseId: Uuid });
 
 export const caseAdminRoutes: RoutesFn = (app, s) => {
   app.post('/accounts/:id/pipelines', { schema: { tags: ['Operator'], params: IdParams, body: PipelineInput } }, async (req, reply) => {
-    await accountOr404(s, req.params.id);
+    await getAccount(s.db, req.params.id);
     const view = await s.db.transaction().execute((trx) => createPipeline(trx, req.params.id, req.body, s.clock.now()));
     return reply.code(201).send(view);
   });
 
   app.get('/accounts/:id/pipelines', { schema: { tags: ['Operator'], params: IdParams } }, async (req) => {
-    await accountOr404(s, req.params.id);
+    await getAccount(s.db, req.params.id);
     return listPipelines(s.db, req.params.id, { limit: 200 });
   });
 
   app.get('/accounts/:id/cases/:caseId', { schema: { tags: ['Operator'], params: CaseParams } }, async (req) => {
-    await accountOr404(s, req.params.id);
+    await getAccount(s.db, req.params.id);
     return getCaseView(s.db, req.params.id, req.params.caseId);
   });
 
@@ -31,7 +31,7 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
     // {by?}: the whole body is optional (Fastify hands a missing body to validation as null).
     { schema: { tags: ['Operator'], params: CaseParams, body: z.object({ by: By.optional() }).nullish() } },
     async (req) => {
-      await accountOr404(s, req.params.id);
+      await getAccount(s.db, req.params.id);
       return closeManually(s, req.params.id, req.params.caseId, req.body?.by ?? null);
     },
   );
@@ -50,7 +50,7 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      await accountOr404(s, req.params.id);
+      await getAccount(s.db, req.params.id);
       return setReasonByPerson(s, req.params.id, req.params.caseId, req.body);
     },
   );
@@ -60,7 +60,7 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/cases/:caseId/outcome',
     { schema: { tags: ['Operator'], params: CaseParams, body: OutcomeBody.extend({ by: By.optional() }) } },
     async (req) => {
-      await accountOr404(s, req.params.id);
+      await getAccount(s.db, req.params.id);
       const { by, ...outcome } = req.body;
       return setOutcome(s, req.params.id, req.params.caseId, outcome, 'person', by ?? null);
     },

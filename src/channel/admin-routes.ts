@@ -4,9 +4,8 @@
 // are never returned (phoneNumberView has no such field) nor logged.
 import { sql } from 'kysely';
 import { z } from 'zod';
-import { accountOr404 } from '../accounts/admin-routes.js';
 import { PhoneNumberView } from '../accounts/schemas.js';
-import { phoneNumberView, readPhoneNumbers } from '../accounts/service.js';
+import { getAccount, phoneNumberView, readPhoneNumbers } from '../accounts/service.js';
 import type { PhoneNumberRow } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
 import { textFor } from '../http/messages.es-AR.js';
@@ -53,7 +52,7 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req, reply) => {
-      const account = await accountOr404(s, req.params.id);
+      const account = await getAccount(s.db, req.params.id);
       const phone = canonicalPhone(req.body.phone);
       if (!phone.ok) throw invalid(['phone'], phone.message);
       const provider = req.body.provider ?? s.config.CHANNEL_PROVIDER;
@@ -109,7 +108,7 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/phone-numbers',
     { schema: { summary: "The account's channel numbers", tags: ['Operator'], params: IdParams } },
     async (req) => {
-      await accountOr404(s, req.params.id);
+      await getAccount(s.db, req.params.id);
       return { data: await readPhoneNumbers(s.db, req.params.id) };
     },
   );
@@ -126,7 +125,7 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      const account = await accountOr404(s, req.params.id);
+      const account = await getAccount(s.db, req.params.id);
       const { status, default: makeDefault } = req.body;
       const row = await s.db.transaction().execute(async (trx): Promise<PhoneNumberRow> => {
         await sql`SELECT id FROM accounts WHERE id = ${account.id} FOR UPDATE`.execute(trx);

@@ -170,19 +170,26 @@ export async function upsertContact(
 
 /**
  * The contact a send goes to: existing, or created silently (no contact.created) under the
- * contact limit (api.md §4 POST /messages).
+ * contact limit (api.md §4 POST /messages). `created` tells whether this call made it.
  */
-export async function contactForSend(trx: Trx, account: AccountRow, phone: string, now: Date): Promise<ContactRow> {
+export async function contactForSend(
+  trx: Trx,
+  account: AccountRow,
+  phone: string,
+  now: Date,
+): Promise<{ contact: ContactRow; created: boolean }> {
   const existing = await findContactByPhone(trx, account.id, phone);
-  if (existing) return existing;
+  if (existing) return { contact: existing, created: false };
   await assertContactRoom(trx, account);
   const row = await trx
     .insertInto('contacts')
     .values({ id: newId(), account_id: account.id, phone, created_at: now, updated_at: now })
     .onConflict((oc) => oc.columns(['account_id', 'phone']).where('phone', 'is not', null).doUpdateSet({ updated_at: now }))
     .returningAll()
+    .returning(sql<boolean>`(xmax = 0)`.as('inserted'))
     .executeTakeFirstOrThrow();
-  return row;
+  const { inserted, ...contact } = row;
+  return { contact, created: inserted };
 }
 
 /**
@@ -206,7 +213,11 @@ export async function saveContactFromApi(
     }
     return r;
   });
-  if (created) s.dispatcher.wake();
+  if (created) {
+    s.dispatcher.wake();
+    // GET /me counts the account's contacts.
+    s.accountViews.changed(account.id);
+  }
   return { contact: contactView(contact), created };
 }
 

@@ -12,25 +12,6 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the guards on every authenticated /api/v1 request. */
     auth: AuthContext;
-    /** The request passed the caps and quota: it counts as an API call (api.md §8). */
-    countsAsCall: boolean;
-  }
-}
-
-/**
- * A request the memory lane (memory-lane.ts) identified and admitted before handing it to
- * Fastify (its admission was not settled synchronously, or refused it): the guards take it over
- * rather than admitting the request a second time.
- */
-export interface Admission {
-  auth: AuthContext;
-  ip: string;
-  outcome: CapOutcome | Promise<CapOutcome>;
-}
-export const kAdmission = Symbol('chasqui.admission');
-declare module 'node:http' {
-  interface IncomingMessage {
-    [kAdmission]?: Admission;
   }
 }
 
@@ -44,33 +25,15 @@ export function clientIp(req: IncomingMessage, trustProxy: boolean): string {
   return req.socket.remoteAddress ?? 'unknown';
 }
 
-/** An API call of the quota month: every request with a valid key, successful or not (api.md §8). */
-function countCall(req: FastifyRequest, services: Services): void {
-  req.countsAsCall = true;
-  services.usage.countApiCall(req.auth.account.id);
-}
-
-/** The caller's cached key, when the checks before the caps can be made without reading. */
-export function cachedAuth(req: IncomingMessage, services: Services, ip: string): AuthContext | undefined {
-  if (services.limiter.ipBlocked(ip)) return undefined;
-  const auth = services.auth.cachedOn(req.socket, req.headers.authorization);
-  return auth && planHasApi(auth.account.plan) ? auth : undefined;
-}
-
 /**
  * The checks of one request. Returns undefined when they are done (the hot path: a cached key
  * and counters known to this process, no promise at all), or a promise when something must be
  * read; throws the ApiError that answers the request.
  */
 function guard(req: FastifyRequest, reply: FastifyReply, services: Services): Promise<void> | undefined {
-  const admitted = req.raw[kAdmission];
-  if (admitted) {
-    req.auth = admitted.auth;
-    return settleOutcome(req, reply, services, admitted.outcome);
-  }
   const ip = clientIp(req.raw, services.config.trustProxy);
   if (services.limiter.ipBlocked(ip)) throw new ApiError('ip_blocked');
-  const auth = services.auth.cachedOn(req.raw.socket, req.headers.authorization);
+  const auth = services.auth.cached(req.headers.authorization);
   if (auth) return admit(req, reply, services, auth, ip);
   return services.auth.authenticate(bearer(req.headers.authorization)).then(async (found) => {
     if (!found) {
@@ -86,22 +49,15 @@ function admit(req: FastifyRequest, reply: FastifyReply, services: Services, aut
   req.auth = auth;
   const { account } = auth;
   if (!planHasApi(account.plan)) {
-    countCall(req, services);
+    // An API call of the quota month: every request with a valid key, successful or not (api.md §8).
+    services.usage.countApiCall(account.id);
     throw new ApiError('plan_without_api', {
       params: { plan: account.plan },
       cause: { type: 'upgrade', reason: 'plan', resource: 'api', plan: account.plan, limit: null, used: null, suggested: 'escala' },
     });
   }
   const message = req.method === 'POST' && req.routeOptions.url === '/api/v1/messages';
-  return settleOutcome(req, reply, services, services.limiter.admit(auth.caps, { ip, message }));
-}
-
-function settleOutcome(
-  req: FastifyRequest,
-  reply: FastifyReply,
-  services: Services,
-  outcome: CapOutcome | Promise<CapOutcome>,
-): Promise<void> | undefined {
+  const outcome = services.limiter.admit(auth.caps, { ip, message });
   if (outcome instanceof Promise) return outcome.then((o) => settle(req, reply, services, o));
   settle(req, reply, services, outcome);
   return undefined;
@@ -111,14 +67,13 @@ function settle(req: FastifyRequest, reply: FastifyReply, services: Services, ou
   for (const k in outcome.headers) reply.header(k, outcome.headers[k]);
   // A request rejected by a cap or by the quota did nothing and is not counted (api.md §7–8).
   if (outcome.error) throw outcome.error;
-  // Counted now, not when the response ends: it counts whatever the handler answers, and a
-  // GET /me right after sees it.
-  countCall(req, services);
+  // Counted now, not when the response ends: it counts whatever the handler answers, and the
+  // GET /me it admits shows it.
+  services.usage.countApiCall(req.auth.account.id);
 }
 
 export function installPublicGuards(app: FastifyInstance, services: Services): void {
   app.decorateRequest('auth', null as unknown as AuthContext);
-  app.decorateRequest('countsAsCall', false);
 
   // Callback style: on the hot path the hook finishes without allocating a promise.
   app.addHook('onRequest', (req, reply, done) => {
@@ -131,13 +86,6 @@ export function installPublicGuards(app: FastifyInstance, services: Services): v
     }
     if (pending) pending.then(() => done(), done);
     else done();
-  });
-
-  // Read your writes: after a write of the account through this process (its transaction has
-  // committed before the answer is sent), its next GET /me reads anew.
-  app.addHook('onSend', (req, _reply, payload, done) => {
-    if (req.auth && req.method !== 'GET' && req.method !== 'HEAD') services.accountViews.changed(req.auth.account.id);
-    done(null, payload);
   });
 
   // Unknown /api/v1 routes go through the same guards: "all routes" count (api.md §8).

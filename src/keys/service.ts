@@ -4,9 +4,11 @@ import { sql } from 'kysely';
 import type { Db, Executor } from '../db/index.js';
 import type { AccountRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
+import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import { effectiveLimits, type Limits, suggestPlan } from '../limits/plans.js';
 import type { AccountLimitsCtx } from '../limits/types.js';
+import type { Services } from '../services.js';
 
 export const KEY_PREFIX = 'etk_live_';
 const KEY_RE = /^etk_live_[A-Za-z0-9_-]{32,128}$/;
@@ -75,15 +77,17 @@ export async function listKeys(db: Executor, accountId: string) {
   return rows.map(keyView);
 }
 
-export async function revokeKey(db: Executor, accountId: string, keyId: string, now: Date): Promise<void> {
-  const row = await db
+/** Revokes a key: it answers 401 from now on (this process at once, others within the key cache's TTL). */
+export async function revokeKey(s: Services, accountId: string, keyId: string): Promise<void> {
+  const row = await s.db
     .updateTable('api_keys')
-    .set({ revoked_at: sql`coalesce(revoked_at, ${now})` })
+    .set({ revoked_at: sql`coalesce(revoked_at, ${s.clock.now()})` })
     .where('id', '=', keyId)
     .where('account_id', '=', accountId)
     .returning('id')
     .executeTakeFirst();
   if (!row) throw new ApiError('key_not_found');
+  s.auth.forgetAccount(accountId);
 }
 
 export interface AuthContext {
@@ -103,17 +107,9 @@ export function bearer(header: string | undefined): string | undefined {
 
 interface CacheEntry {
   ctx: AuthContext;
+  /** Clock time (ms) the entry stops being used. */
   until: number;
 }
-
-const kKeyMemo = Symbol('chasqui.keyMemo');
-/** What a connection remembers of the last key it sent (see `cachedOn`). */
-interface KeyMemo {
-  header: string;
-  hit: CacheEntry;
-  generation: number;
-}
-type MemoHolder = { [kKeyMemo]?: KeyMemo };
 
 /**
  * Resolves a bearer key to its account. Lookups are cached briefly (a hot path on every
@@ -127,37 +123,25 @@ export class KeyAuthenticator {
   private generation = 0;
   constructor(
     private readonly db: Db,
+    private readonly clock: Clock,
     private readonly ttlMs = 2_000,
   ) {}
 
   /** The cache entry of a key's hash while it is fresh. */
   private hit(hash: string): CacheEntry | undefined {
     const hit = this.cache.get(hash);
-    return hit && hit.until > Date.now() ? hit : undefined;
+    return hit && hit.until > this.clock.ms() ? hit : undefined;
   }
 
   /**
    * The context of a request's Authorization header when its key is cached (synchronous), else
-   * undefined: call `authenticate`. A keep-alive client sends the same header on every request,
-   * so the connection keeps the header it last sent with the cache entry it found, and the next
-   * request with the same header skips the parse, the hash and the map. The memo is only as
-   * good as its entry: it ends with the entry's time and with any forget (a revocation or a plan
-   * change in this process). It holds the key in memory as long as the connection is open, as
-   * the connection's own buffers do; nothing is written.
+   * undefined: call `authenticate`.
    */
-  cachedOn(connection: object, header: string | undefined): AuthContext | undefined {
-    const holder = connection as MemoHolder;
-    const memo = holder[kKeyMemo];
-    if (memo !== undefined && memo.header === header && memo.generation === this.generation && memo.hit.until > Date.now()) {
-      return memo.hit.ctx;
-    }
+  cached(header: string | undefined): AuthContext | undefined {
     const key = bearer(header);
     // Longer than any key (KEY_RE): not worth hashing.
     if (!key || key.length > MAX_KEY_LENGTH) return undefined;
-    const hit = this.hit(hashKey(key));
-    if (!hit) return undefined;
-    holder[kKeyMemo] = { header: header as string, hit, generation: this.generation };
-    return hit.ctx;
+    return this.hit(hashKey(key))?.ctx;
   }
 
   async authenticate(key: string | undefined): Promise<AuthContext | null> {
@@ -190,7 +174,7 @@ export class KeyAuthenticator {
     const ctx: AuthContext = { keyId: key_id, account, limits, caps: { accountId: account.id, plan: account.plan, limits } };
     if (generation !== this.generation) return ctx;
     if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(hash, { ctx, until: Date.now() + this.ttlMs });
+    this.cache.set(hash, { ctx, until: this.clock.ms() + this.ttlMs });
     return ctx;
   }
 

@@ -95,8 +95,8 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
   const template = input.template ? await templateForSend(s.db, account.id, input.template.id) : null;
 
   const now = s.clock.now();
-  const pending = await s.db.transaction().execute(async (trx) => {
-    const contact = await contactForSend(trx, account, phone.phone, now);
+  const written = await s.db.transaction().execute(async (trx) => {
+    const { contact, created } = await contactForSend(trx, account, phone.phone, now);
     const conversation = await conversationFor(trx, { accountId: account.id, contactId: contact.id, phoneNumberId: number.id }, now);
     // Free text only within 24 h of the contact's last inbound message (api.md §3).
     if (!template && !windowOpen(conversation, now)) throw new ApiError('window_closed');
@@ -105,7 +105,7 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
     // allowed, so a business can answer a customer who writes again (or confirm the opt-out).
     if (template && contact.opted_out) throw new ApiError('send_opted_out');
     const variables = template ? resolveVariables(template.variables, input.template?.variables ?? {}, contact.attributes) : null;
-    return trx
+    const message = await trx
       .insertInto('messages')
       .values({
         id: newId(),
@@ -128,7 +128,11 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
       })
       .returningAll()
       .executeTakeFirstOrThrow();
+    return { message, contactCreated: created };
   });
+  const pending = written.message;
+  // GET /me counts the account's contacts.
+  if (written.contactCreated) s.accountViews.changed(account.id);
 
   let wamid: string;
   try {

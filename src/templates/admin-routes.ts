@@ -1,13 +1,13 @@
 // Operator API: templates (operator-api.md, "Channel numbers and templates"). The app creates
 // them and moves their status (the channel's approval); DELETE is soft: sending it then → 404.
-import { accountOr404 } from '../accounts/admin-routes.js';
+import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn } from '../http/schemas.js';
 import { TemplateInput, TemplateParams, TemplatePatch } from './schemas.js';
 import { createTemplate, deleteTemplate, setTemplateStatus, templateView } from './service.js';
 
 export const templateAdminRoutes: RoutesFn = (app, s) => {
   app.post('/accounts/:id/templates', { schema: { tags: ['Operator'], params: IdParams, body: TemplateInput } }, async (req, reply) => {
-    const account = await accountOr404(s, req.params.id);
+    const account = await getAccount(s.db, req.params.id);
     const row = await createTemplate(s.db, account.id, req.body, s.clock.now());
     return reply.code(201).send(templateView(row));
   });
@@ -16,13 +16,13 @@ export const templateAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/templates/:tid',
     { schema: { tags: ['Operator'], params: TemplateParams, body: TemplatePatch } },
     async (req) => {
-      const account = await accountOr404(s, req.params.id);
+      const account = await getAccount(s.db, req.params.id);
       return templateView(await setTemplateStatus(s.db, account.id, req.params.tid, req.body.status, s.clock.now()));
     },
   );
 
   app.delete('/accounts/:id/templates/:tid', { schema: { tags: ['Operator'], params: TemplateParams } }, async (req, reply) => {
-    const account = await accountOr404(s, req.params.id);
+    const account = await getAccount(s.db, req.params.id);
     await deleteTemplate(s.db, account.id, req.params.tid, s.clock.now());
     return reply.code(204).send();
   });

@@ -1,6 +1,6 @@
 // Operator API: webhook subscriptions, deliveries, test event (operator-api.md, "Webhooks").
 import { z } from 'zod';
-import { accountOr404 } from '../accounts/admin-routes.js';
+import { getAccount } from '../accounts/service.js';
 import { CursorQuery, errors, IdParams, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';
 import { EVENT_KINDS } from './outbox.js';
 import {
@@ -74,11 +74,11 @@ export const webhookAdminRoutes: RoutesFn = (app, s) => {
         response: { 201: WebhookView.extend({ secret: z.string().describe('whsec_… signing secret') }), ...errors(400, 402, 404) },
       },
     },
-    async (req, reply) => reply.code(201).send(await createWebhook(s, await accountOr404(s, req.params.id), req.body)),
+    async (req, reply) => reply.code(201).send(await createWebhook(s, await getAccount(s.db, req.params.id), req.body)),
   );
 
   app.get('/accounts/:id/webhooks', { schema: { tags, params: IdParams } }, async (req) => {
-    await accountOr404(s, req.params.id);
+    await getAccount(s.db, req.params.id);
     return { data: await listWebhooks(s.db, req.params.id) };
   });
 

@@ -2,7 +2,7 @@
 // CHANNEL_PROVIDER=sandbox. The inbound route runs the real inbound path; the status route is the
 // provider reporting a delivery status (the real status machine).
 import { z } from 'zod';
-import { accountOr404 } from '../../accounts/admin-routes.js';
+import { getAccount } from '../../accounts/service.js';
 import { receiveInbound } from '../../conversations/inbound.js';
 import { invalid } from '../../http/errors.js';
 import { textFor } from '../../http/messages.es-AR.js';
@@ -87,7 +87,7 @@ export const sandboxAdminRoutes: RoutesFn = (app, s) => {
     },
     async (req, reply) => {
       const b = req.body;
-      await accountOr404(s, b.accountId);
+      await getAccount(s.db, b.accountId);
       const now = s.clock.now();
       const timestamp = b.timestamp ? new Date(b.timestamp) : now;
       if (timestamp.getTime() > now.getTime() + FUTURE_SKEW_MS) throw invalid(['timestamp'], textFor('timestamp_future'));
