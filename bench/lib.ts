@@ -243,3 +243,47 @@ export function quantile(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))]!;
 }
+
+/** PostgreSQL base URL of the run (a fresh database per server), or undefined for PGlite. */
+export const BASE_URL = process.env.DATABASE_URL;
+/** Seconds of each measured load run, and the connections it keeps open. */
+export const DURATION = Number(process.env.BENCH_SECONDS ?? 8);
+export const CONNECTIONS = 32;
+
+/** Environment of a bench server: its own fresh database (PostgreSQL) and Redis prefix. */
+export async function serverEnv(tag: string) {
+  const db = await freshDatabase(BASE_URL, tag);
+  const env: Record<string, string> = { ...(db ? { DATABASE_URL: db.url } : {}) };
+  if (process.env.REDIS_URL) env.REDIS_URL = process.env.REDIS_URL;
+  env.REDIS_KEY_PREFIX = `chasqui-bench-${tag}-${Date.now()}`;
+  return { env, db };
+}
+
+/** Mean throughput of several runs (CPU per request over all of them); worst latency; errors summed. */
+export function meanOf(rs: LoadResult[]): LoadResult {
+  const requests = rs.reduce((t, r) => t + r.requests, 0);
+  const cpu = rs.every((r) => r.cpuUs !== undefined) ? rs.reduce((t, r) => t + (r.cpuUs ?? 0) * r.requests, 0) / requests : undefined;
+  return {
+    ...(cpu === undefined ? {} : { cpuUs: cpu }),
+    rps: rs.reduce((t, r) => t + r.rps, 0) / rs.length,
+    p50: Math.max(...rs.map((r) => r.p50)),
+    p99: Math.max(...rs.map((r) => r.p99)),
+    requests,
+    non2xx: rs.reduce((t, r) => t + r.non2xx, 0),
+    errors: rs.reduce((t, r) => t + r.errors, 0),
+  };
+}
+
+/** Says so when a load run met answers other than 2xx, or errors: its figure is suspect. */
+export function checkClean(what: string, r: LoadResult): void {
+  if (r.non2xx > 0 || r.errors > 0) console.log(`  ! ${what}: ${r.non2xx} non-2xx answers, ${r.errors} errors in ${r.requests} requests`);
+}
+
+let phoneSeq = 0;
+/** A unique valid Argentine mobile per call (`prefix` keeps the figures' ranges apart). */
+export function nextPhone(prefix: number): string {
+  const n = phoneSeq++;
+  // Last four digits 0001–0003 are the sandbox's test numbers (failed, rejected, marketing blocked).
+  if (n % 10_000 >= 1 && n % 10_000 <= 3) return nextPhone(prefix);
+  return `+54 9 11 ${prefix}${String(n).padStart(7, '0')}`;
+}

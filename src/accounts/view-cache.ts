@@ -24,6 +24,8 @@ const MAX_ENTRIES = 10_000;
 interface Stored {
   usage: UsageSnapshot;
   numbers: PhoneNumberView[];
+  /** The view built from these rows for one account row (building it costs more than a request's guards). */
+  built?: { account: AccountRow; view: AccountView };
 }
 
 interface Entry {
@@ -61,9 +63,11 @@ export class AccountViewCache {
   }
 
   private build(account: AccountRow, stored: Stored): AccountView {
-    // The recorded part of apiCalls is cached; this process's unwritten calls are always current.
+    if (stored.built?.account !== account) stored.built = { account, view: accountViewOf(account, stored.usage, stored.numbers) };
+    const { view } = stored.built;
+    // The recorded part of apiCalls is kept; this process's unwritten calls are always current.
     const apiCalls = stored.usage.apiCalls + this.usage.pendingApiCalls(account.id, stored.usage.period);
-    return accountViewOf(account, { ...stored.usage, apiCalls }, stored.numbers);
+    return { ...view, usage: { ...view.usage, apiCalls } };
   }
 
   private entry(accountId: string): Entry {
