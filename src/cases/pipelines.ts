@@ -10,7 +10,6 @@ import { Timestamp, Uuid } from '../http/schemas.js';
 import { isUuid, newId } from '../lib/ids.js';
 
 export const STAGE_KINDS = ['open', 'won', 'lost'] as const;
-export type StageKind = (typeof STAGE_KINDS)[number];
 
 export const StageView = z.object({
   id: Uuid,

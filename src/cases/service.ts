@@ -217,13 +217,3 @@ export async function listPipelineCases(
   const data = (hasMore ? rows.slice(0, q.limit) : rows).map(caseView);
   return { data, hasMore, nextOffset: q.offset + data.length };
 }
-
-/** Cases of a conversation that are still open, oldest first (the inbound path and jobs). */
-export const openCaseOf = (trx: Executor, conversationId: string) =>
-  trx
-    .selectFrom('cases')
-    .selectAll()
-    .where('conversation_id', '=', conversationId)
-    .where('status', '=', 'open')
-    .forUpdate()
-    .executeTakeFirst();

@@ -342,7 +342,6 @@ export interface Database {
 }
 
 export type AccountRow = Selectable<AccountsTable>;
-export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type PhoneNumberRow = Selectable<PhoneNumbersTable>;
 export type ContactRow = Selectable<ContactsTable>;
 export type TemplateRow = Selectable<TemplatesTable>;
@@ -353,7 +352,6 @@ export type PipelineRow = Selectable<PipelinesTable>;
 export type StageRow = Selectable<StagesTable>;
 export type CaseRow = Selectable<CasesTable>;
 export type WebhookRow = Selectable<WebhooksTable>;
-export type EventRow = Selectable<EventsTable>;
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type NewMessage = Insertable<MessagesTable>;
 export type CaseUpdate = Updateable<CasesTable>;

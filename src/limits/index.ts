@@ -1,6 +1,6 @@
 // Builds the limiter for this process: Redis when REDIS_URL is set (shared by every process),
 // in-process memory otherwise (docs/limits.md).
-import { type Logger, pino } from 'pino';
+import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Clock } from '../lib/clock.js';
 import { MemoryLimiter } from './memory.js';
@@ -23,7 +23,7 @@ class NoLimiter implements Limiter {
   async close() {}
 }
 
-export function createLimiter(config: Config, clock: Clock, recordedApiCalls: RecordedApiCalls, log?: Logger): Limiter {
+export function createLimiter(config: Config, clock: Clock, recordedApiCalls: RecordedApiCalls, log: Logger): Limiter {
   if (!config.LIMITS) return new NoLimiter();
   if (!config.REDIS_URL) return new MemoryLimiter(clock, recordedApiCalls);
   return new RedisLimiter({
@@ -31,6 +31,6 @@ export function createLimiter(config: Config, clock: Clock, recordedApiCalls: Re
     url: config.REDIS_URL,
     prefix: config.REDIS_KEY_PREFIX,
     clock,
-    log: log ?? pino({ level: config.LOG_LEVEL, name: 'limits' }),
+    log,
   });
 }

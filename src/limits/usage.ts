@@ -128,15 +128,3 @@ export async function readCounters(db: Executor, accountId: string, period: Peri
     .execute();
   return Object.fromEntries(rows.map((r) => [r.resource, Number(r.count)]));
 }
-
-/** Adds `n` to a monthly counter inside the caller's transaction (webhook deliveries when queued). */
-export async function addUsage(trx: Executor, accountId: string, period: Period, resource: string, n: number): Promise<void> {
-  if (n <= 0) return;
-  await trx
-    .insertInto('usage_counters')
-    .values({ account_id: accountId, period_start: period.start, resource, count: n })
-    .onConflict((oc) =>
-      oc.columns(['account_id', 'period_start', 'resource']).doUpdateSet({ count: sql`usage_counters.count + excluded.count` }),
-    )
-    .execute();
-}

@@ -2,10 +2,6 @@
 // app secret>`. Compared in constant time.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-export function signBody(body: Buffer | string, appSecret: string): string {
-  return `sha256=${createHmac('sha256', appSecret).update(body).digest('hex')}`;
-}
-
 export function verifySignature(body: Buffer, header: string | undefined, appSecret: string): boolean {
   if (!header || !appSecret) return false;
   const m = /^sha256=([0-9a-fA-F]{64})$/.exec(header.trim());
