@@ -1,6 +1,7 @@
 // Builds the Fastify instance: error shape, request ids, validation, OpenAPI, and the three
 // surfaces (public /api/v1 behind the guards, operator /admin/v1, channel receivers).
 import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
@@ -26,6 +27,9 @@ import type { Services } from './services.js';
 import { templateRoutes } from './templates/routes.js';
 
 export const BODY_LIMIT = 1024 * 1024; // 1 MiB (decisions.md: larger → 413)
+
+/** The package's version: the API documents' `info.version`. src/ and dist/ both sit beside package.json. */
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
 installSpanishZodMessages();
 
@@ -78,7 +82,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       openapi: '3.1.0',
       info: {
         title: 'Chasqui — Messaging, Contacts and Cases API',
-        version: '1.0.0',
+        version,
         description:
           'Send template and free-text WhatsApp messages, keep contacts, read templates, campaigns and pipeline cases. Errors are in Argentine Spanish.',
       },
@@ -92,6 +96,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // behind the operator token (src/http/openapi.ts explains the split).
   await app.register(fastifySwaggerUi, {
     routePrefix: '/docs',
+    // The page loads, and its top bar shows, the document customers download themselves.
+    uiConfig: { urls: [{ url: '/api/v1/openapi.json', name: '/api/v1/openapi.json' }] },
     transformSpecification: (spec) => publicDocument(spec as Record<string, unknown>),
   });
 
