@@ -62,10 +62,15 @@ function resolveAdminToken(config: Config): { token: string; generated: boolean 
 
 export async function startRuntime(config: Config, opts: RuntimeOptions = {}): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
-  const log = pino({
-    level: config.LOG_LEVEL,
-    redact: ['req.headers.authorization', '*.accessToken', '*.appSecret', '*.key', '*.secret'],
-  });
+  const log = pino(
+    {
+      level: config.LOG_LEVEL,
+      redact: ['req.headers.authorization', '*.accessToken', '*.appSecret', '*.key', '*.secret'],
+    },
+    // Written as they happen: an asynchronous line could land after text the CLI prints on the
+    // same stdout (the start banner) although it was logged first.
+    pino.destination({ dest: 1, sync: true }),
+  );
   const database = await openDatabase(config.database, { loadDataDir: opts.loadDataDir });
   await migrate(database.db);
   const admin = resolveAdminToken(config);

@@ -41,7 +41,7 @@ function banner(
     const body = JSON.stringify({ to: demo.recipient, template: { id: t?.id, variables: t?.variables ?? {} } });
     lines.push(
       '',
-      `Demo account created (plan escala, a sandbox number, ${demo.templates.length} approved templates, pipeline "Ventas").`,
+      `Demo account ${demo.accountId} created (plan escala, a sandbox number, ${demo.templates.length} approved templates, pipeline "Ventas").`,
       `Its API key, shown only now (it is stored as a hash): ${demo.key}`,
       'Try it:',
       `  curl -s ${base}/api/v1/me ${auth(demo.key)}`,

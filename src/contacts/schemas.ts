@@ -51,7 +51,7 @@ export const ContactView = z
     updatedAt: Timestamp,
     socialchat: z.string().optional().describe('Social channel user, when the contact wrote there'),
   })
-  .describe('Contact (api.md §2)');
+  .describe('Contact (docs/api.md §2)');
 
 export const ContactPage = z.object({
   data: z.array(ContactView),

@@ -72,7 +72,7 @@ const PHONE_PROBLEM = phoneCheck.ok ? '' : phoneCheck.message;
 /** What each error status means on /api/v1, with an example of the Spanish body. */
 const ERRORS: Record<string, { description: string; examples: Record<string, Json> }> = {
   '400': {
-    description: 'Invalid body, query or path. `error.message` is the JSON text of [{path, message}] (decisions.md).',
+    description: 'Invalid body, query or path. `error.message` is the JSON text of [{path, message}] (docs/api.md §7).',
     examples: {
       validation: {
         value: {
@@ -192,7 +192,7 @@ function envelope(kind: string): Json {
     post: {
       summary: `Event ${kind}`,
       description:
-        'POSTed to each registered URL subscribed to this kind. Verify the signature with any Standard Webhooks library (the secret is whsec_…), answer 2xx within 15 s, dedupe on webhook-id. `data` keys: docs/decisions.md "Event data keys".',
+        'POSTed to each registered URL subscribed to this kind. Verify the signature with any Standard Webhooks library (the secret is whsec_…), answer 2xx within 15 s, dedupe on webhook-id. `data` keys: docs/api.md §6.',
       parameters: [
         {
           in: 'header',
@@ -303,7 +303,7 @@ export function publicDocument(full: Json): Json {
         Error: {
           type: 'object',
           required: ['error', 'cause'],
-          description: 'Error body (api.md §7): Argentine Spanish text, meant to be shown as is',
+          description: 'Error body (docs/api.md §7): Argentine Spanish text, meant to be shown as is',
           properties: {
             error: { anyOf: [{ type: 'string' }, { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] }] },
             cause: { type: ['object', 'null'] },
@@ -333,7 +333,7 @@ export function operatorDocument(full: Json): Json {
       ...full.info,
       title: 'Chasqui — operator API',
       description:
-        'What the app does for an account: accounts, keys, numbers, templates, webhooks, pipelines, cases, campaigns, jobs and the sandbox channel (operator-api.md). Also reachable from the CLI: `npx chasqui --help`. The customer API is at /api/v1/openapi.json.',
+        'What the app does for an account: accounts, keys, numbers, templates, webhooks, pipelines, cases, campaigns, jobs and the sandbox channel (docs/operator.md). Also reachable from the CLI: `npx chasqui --help`. The customer API is at /api/v1/openapi.json.',
     },
     servers: full.servers,
     security: [{ operatorToken: [] }],

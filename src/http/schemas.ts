@@ -42,7 +42,7 @@ export const ErrorBody = z
       })
       .nullable(),
   })
-  .describe('Error body (api.md §7)');
+  .describe('Error body (docs/api.md §7)');
 
 /** Standard error responses for the OpenAPI document. */
 export const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorBody]));

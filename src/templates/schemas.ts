@@ -31,7 +31,7 @@ export const TemplateView = z
     createdAt: Timestamp,
     updatedAt: Timestamp,
   })
-  .describe('Template (api.md §2, decisions.md "Resources")');
+  .describe('Template (docs/api.md §2)');
 
 export const TemplateList = z.object({ data: z.array(TemplateView) });
 

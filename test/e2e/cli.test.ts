@@ -116,7 +116,8 @@ const api = (base: string, key: string, method: string, path: string, body?: unk
 
 describe('npm start: first start on an empty DATA_DIR, restart, SIGTERM', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'chasqui-cli-'));
-  const env = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', SANDBOX_AUTO_STATUS: 'off' };
+  // At info, as a newcomer runs it: the start-up's log lines share stdout with the banner.
+  const env = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', SANDBOX_AUTO_STATUS: 'off' };
   let first: Awaited<ReturnType<typeof serve>>;
   let base: string;
   let key: string;
@@ -159,6 +160,20 @@ describe('npm start: first start on an empty DATA_DIR, restart, SIGTERM', () => 
     expect(got.status).toBe(200);
     console.info(`npm start → first successful curl: ${msToFirstCurl} ms (${USE_DIST ? 'dist' : 'tsx'})`);
   }, 90_000);
+
+  it('the banner is readable at LOG_LEVEL=info: one block with no JSON log line inside, after the start-up log lines, naming the demo account id', () => {
+    const lines = first.banner.split('\n');
+    const start = lines.findIndex((l) => l.startsWith('Chasqui listening on'));
+    const end = lines.findLastIndex((l) => l.trim().startsWith('curl '));
+    expect(start).toBeGreaterThanOrEqual(0);
+    const block = lines.slice(start, end + 1);
+    expect(block.filter((l) => l.trim().startsWith('{'))).toEqual([]);
+    // Fastify's own start-up line was logged before the banner, and is printed before it.
+    expect(lines.slice(0, start).some((l) => l.includes('"msg":"Server listening at'))).toBe(true);
+    expect(block).toContain(
+      `Demo account ${demoAccountId} created (plan escala, a sandbox number, 2 approved templates, pipeline "Ventas").`,
+    );
+  });
 
   it('the demo account has plan escala, two APPROVED templates and a pipeline with open/won/lost stages', async () => {
     const templates = await api(base, key, 'GET', '/templates');
