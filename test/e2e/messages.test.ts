@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/lib/ids.js';
 import { sendMessage } from '../../src/messages/send.js';
 import { reportStatuses } from '../../src/messages/status.js';
-import { startTestApp, type TestAccount, type TestApp } from '../harness.js';
+import { freshPhone, startTestApp, type TestAccount, type TestApp, testNumber } from '../harness.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -21,10 +21,6 @@ const next = () => {
   seq += 1;
   return seq;
 };
-/** A fresh recipient that is not a sandbox test number (last four digits 1xxx). */
-const freshPhone = () => `+54911${String(70000000 + (process.pid % 1000) * 100 + next() * 10 + 1000).slice(-8)}`;
-/** A recipient ending in the given sandbox test digits. */
-const testNumber = (last4: string) => `+5491177${String(next() % 100).padStart(2, '0')}${last4}`;
 
 async function template(acc: TestAccount, o: { category?: string; status?: string } = {}) {
   const res = await app.admin('POST', `/accounts/${acc.id}/templates`, {

@@ -2,7 +2,7 @@
 // document at /admin/v1/openapi.json (docs/operating.md "API reference").
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, request, startTestApp, type TestApp } from '../harness.js';
+import { ADMIN_TOKEN, freshPhone, request, startTestApp, type TestApp } from '../harness.js';
 
 let app: TestApp;
 let doc: any;
@@ -219,7 +219,7 @@ describe('OpenAPI 3.1 document of the customer API', () => {
     expect(me.status).toBe(200);
     const meSchema = doc.paths['/api/v1/me'].get.responses['200'].content['application/json'].schema;
     expect(ajv.validate(meSchema, me.body), JSON.stringify(ajv.errors)).toBe(true);
-    const sent = await acc.call('POST', '/messages', { to: '+54 9 11 5555-4321', text: 'hola' });
+    const sent = await acc.call('POST', '/messages', { to: freshPhone(), text: 'hola' });
     // Free text outside the window: 409 with the documented error body.
     expect(sent.status).toBe(409);
     const errSchema = doc.paths['/api/v1/messages'].post.responses['409'].content['application/json'].schema;
