@@ -37,9 +37,9 @@ async function addWebhook(acc: TestAccount, url: string, events?: string[]) {
 }
 
 /** Moves time forward and lets the dispatcher run everything now due (POST /admin/v1/jobs/webhooks/run). */
-async function advance(ms: number): Promise<void> {
-  app.clock.advance(ms);
-  const res = await app.admin('POST', '/jobs/webhooks/run');
+async function advance(ms: number, on: TestApp = app): Promise<void> {
+  on.clock.advance(ms);
+  const res = await on.admin('POST', '/jobs/webhooks/run');
   expect(res.status).toBe(200);
 }
 
@@ -131,7 +131,7 @@ describe('envelope (api.md §6)', () => {
     const r1 = await receiver();
     const r2 = await receiver();
     const wh = await addWebhook(acc, r1.url);
-    await addWebhook(acc, r2.url);
+    const other = await addWebhook(acc, r2.url);
     const res = await app.admin('POST', `/accounts/${acc.id}/webhooks/${wh.id}/test`);
     expect(res.status).toBe(202);
     const [got] = await r1.waitFor(1);
@@ -141,7 +141,9 @@ describe('envelope (api.md §6)', () => {
       data: { type: 'text', contact: { phone: expect.any(String) } },
     });
     expect(new StandardWebhook(wh.secret).verify(got?.body ?? '', headersOf(got as Received))).toBeTruthy();
-    await new Promise((x) => setTimeout(x, 100));
+    // The outbox drained, the other URL has no delivery at all: nothing can still arrive there.
+    await advance(0);
+    expect((await deliveries(acc, other.id)).body.data).toEqual([]);
     expect(r2.received).toHaveLength(0);
   });
 
@@ -332,8 +334,9 @@ describe('retries (decisions.md: "success = any 2xx … Retries after … ±20 %
       expect((await other.admin('POST', `/accounts/${acc.id}/webhooks`, { url: r.url })).status).toBe(201);
       await newContactOn(other, acc);
       await r.waitFor(1);
-      // It arrived while the slow URL's first 32 attempts hang and the other 8 wait for a slot.
-      await new Promise((x) => setTimeout(x, 100));
+      // It arrived while the slow URL's first 32 attempts hang and the other 8 wait for a slot,
+      // and a dispatcher pass over everything due starts none of those 8.
+      await advance(0, other);
       expect(slow.received).toHaveLength(32);
     } finally {
       await slow.close(); // ends the hanging attempts, so close() need not wait for them
@@ -598,7 +601,9 @@ describe.skipIf(!process.env.DATABASE_URL)(
         const N = 120;
         for (let i = 0; i < N; i += 12) await Promise.all(Array.from({ length: 12 }, (_, k) => newContactOn((i + k) % 2 ? a : b, acc)));
         await r.waitFor(N, 15_000);
-        await new Promise((x) => setTimeout(x, 300));
+        // Both dispatchers stop: their attempts in flight finish and are recorded, none start.
+        await a.rt.dispatcher.stop();
+        await b.rt.dispatcher.stop();
         expect(r.received).toHaveLength(N);
         expect(new Set(r.received.map((x) => x.headers['webhook-id'])).size).toBe(N);
         const attempts = await a.rt.services.db
