@@ -85,12 +85,18 @@ async function serve(env: Record<string, string>, until: RegExp): Promise<Server
     err += d;
   });
   const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
-  const started = Date.now();
-  while (!until.test(out)) {
-    if (proc.exitCode !== null) throw new Error(`serve exited ${proc.exitCode}: ${err}`);
-    if (Date.now() - started > 60_000) throw new Error(`no banner in 60 s: ${out} ${err}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no banner in 60 s: ${out} ${err}`)), 60_000);
+    proc.stdout!.on('data', () => {
+      if (!until.test(out)) return;
+      clearTimeout(timer);
+      resolve();
+    });
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited ${code}: ${err}`));
+    });
+  });
   return { proc, out: () => out, exited, banner: out };
 }
 
@@ -192,12 +198,13 @@ describe('npm start: first start on an empty DATA_DIR, restart, SIGTERM', () => 
       answer += d;
     });
     const closed = new Promise<void>((r) => sock.on('close', () => r()));
+    const continued = new Promise<void>((r) => sock.on('data', () => answer.includes('100 Continue') && r()));
     // Expect: 100-continue makes the server say when it has the request (headers parsed).
     sock.write(
       `POST /api/v1/contacts HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nExpect: 100-continue\r\n\r\n`,
     );
-    while (!answer.includes('100 Continue')) await new Promise((r) => setTimeout(r, 10));
+    await continued;
     sock.write(body.slice(0, 10));
 
     const t0 = Date.now();
