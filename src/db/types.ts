@@ -173,6 +173,17 @@ export interface EarlyStatusesTable {
   created_at: TsDefault;
 }
 
+/** Status reports the sandbox scheduled (SANDBOX_AUTO_STATUS=on), due at `run_at`. */
+export interface SandboxReportsTable {
+  id: string;
+  wamid: string;
+  status: string;
+  code: number | null;
+  reported_at: Ts;
+  run_at: Ts;
+  created_at: TsDefault;
+}
+
 export interface PipelinesTable {
   id: string;
   account_id: string;
@@ -329,6 +340,7 @@ export interface Database {
   campaign_recipients: CampaignRecipientsTable;
   messages: MessagesTable;
   early_statuses: EarlyStatusesTable;
+  sandbox_reports: SandboxReportsTable;
   pipelines: PipelinesTable;
   stages: StagesTable;
   cases: CasesTable;

@@ -43,7 +43,10 @@ export const catalogue = {
   phone_number_not_found: { status: 404, text: 'No existe ese número en la cuenta.' },
   webhook_not_found: { status: 404, text: 'No existe ese webhook en la cuenta.' },
   delivery_not_found: { status: 404, text: 'No existe esa entrega de webhook.' },
-  job_not_found: { status: 404, text: 'No existe esa tarea. Las tareas son case-timeouts, campaigns, webhooks e idempotency-keys.' },
+  job_not_found: {
+    status: 404,
+    text: 'No existe esa tarea. Las tareas son case-timeouts, campaigns, webhooks, idempotency-keys y sandbox-statuses.',
+  },
   // WhatsApp Cloud API receiver and template sync (src/channel/cloud)
   cloud_signature_invalid: {
     status: 401,

@@ -2,6 +2,7 @@
 // changed. The scheduler runs them on their own period; one runner per cluster (advisory lock).
 import { runCampaigns } from '../campaigns/service.js';
 import { runCaseTimeouts } from '../cases/timeouts.js';
+import { applyDueSandboxReports } from '../channel/sandbox/provider.js';
 import { purgeIdempotencyKeys } from '../http/idempotency.js';
 import { purgeEarlyStatuses } from '../messages/status.js';
 import type { Services } from '../services.js';
@@ -28,4 +29,6 @@ export const jobs: Record<string, Job> = {
   campaigns: { everyMs: 2_000, run: runCampaigns },
   // Deletes Idempotency-Key rows past their 24 hours (http/idempotency.ts).
   'idempotency-keys': { everyMs: 3_600_000, run: purgeIdempotencyKeys },
+  // Applies the sandbox's scheduled status reports once due (channel/sandbox/provider.ts).
+  'sandbox-statuses': { everyMs: 250, run: applyDueSandboxReports },
 };

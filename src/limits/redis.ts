@@ -192,6 +192,8 @@ export class RedisLimiter implements Limiter {
   /** Tokens to ask for on an account's next grant (adapts to its traffic in this process). */
   private leaseSize = new Map<string, number>();
   private readonly sweep: NodeJS.Timeout;
+  /** Waiting for the end of an outage (`whenShared`). */
+  private backOnRedis: (() => void)[] = [];
 
   constructor(opts: RedisLimiterOptions) {
     this.prefix = opts.prefix;
@@ -223,6 +225,7 @@ export class RedisLimiter implements Limiter {
         this.outage = false;
         this.skipUntil = 0;
         this.log.warn('Redis reachable again: minute caps, API quota and IP blocks are shared across processes again');
+        for (const resolve of this.backOnRedis.splice(0)) resolve();
       }
     });
     this.redis.on('error', (err: Error) => {
@@ -251,6 +254,12 @@ export class RedisLimiter implements Limiter {
       { err: { message: (err as Error)?.message, code: (err as { code?: string })?.code } },
       'Redis unreachable: limits fall back to per-process memory counters (fail open) until it is back',
     );
+  }
+
+  /** Resolves when the limiter decides in Redis again after an outage (at once when there is none). */
+  whenShared(): Promise<void> {
+    if (!this.outage) return Promise.resolve();
+    return new Promise((resolve) => this.backOnRedis.push(resolve));
   }
 
   /** Redis can be asked now; otherwise the memory fallback answers. */

@@ -2,7 +2,7 @@
 // them. Each test is a defect the sweep found (named after the rule it proves), or a contract
 // shape an external suite will check field by field.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, request, startTestApp, type TestAccount, type TestApp } from '../harness.js';
+import { ADMIN_TOKEN, freshPhone, request, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -15,11 +15,6 @@ afterAll(async () => {
 const DAY = 24 * 60 * 60 * 1000;
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 let seq = 0;
-/** A fresh Buenos Aires mobile that is not a sandbox test number (last four digits 2xxx). */
-const freshPhone = () => {
-  seq += 1;
-  return `+54911${String(30 + (process.pid % 60)).padStart(2, '0')}${String(seq % 100).padStart(2, '0')}${2000 + seq}`;
-};
 
 const events = async (accountId: string, kind: string) => (await app.events(accountId, kind)).map((e) => e.data);
 

@@ -1,7 +1,7 @@
 // Cases and pipelines (api.md §2 "Case", §3 "Case", §4; decisions.md "Resources", "Endpoints",
 // "Event data keys"; operator-api.md "Pipelines, cases, campaigns"; the case-timeouts job).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestAccount, type TestApp } from '../harness.js';
+import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -13,11 +13,6 @@ afterAll(async () => {
 
 const HOUR = 60 * 60 * 1000;
 const DAY = 24 * HOUR;
-let seq = 0;
-const freshPhone = () => {
-  seq += 1;
-  return `+54911${String(70000000 + (process.pid % 1000) * 100 + seq).slice(-8)}`;
-};
 
 const events = (accountId: string, kind?: string) => app.events(accountId, kind);
 

@@ -7,7 +7,7 @@
 // process (signals reach the server directly). To check the built CLI instead (what `npm start`
 // runs), build first and set CHASQUI_TEST_DIST=1.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,11 +16,22 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { listMigrations } from '../../src/db/migrate.js';
-import { ADMIN_TOKEN, freshPostgresDatabase, request, startTestApp, type TestApp } from '../harness.js';
+import { ADMIN_TOKEN, dropPostgresDatabase, freshPhone, freshPostgresDatabase, request, startTestApp, type TestApp } from '../harness.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const USE_DIST = process.env.CHASQUI_TEST_DIST === '1';
 const CLI = USE_DIST ? [join(ROOT, 'dist/cli/main.js')] : ['--import', 'tsx', join(ROOT, 'src/cli/main.ts')];
+
+/** Data directories of the servers and commands this file runs, removed when it ends. */
+const dirs: string[] = [];
+const tempDir = (prefix: string) => {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(dir);
+  return dir;
+};
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
 
 /** The environment of a newcomer: nothing of the test runner's database, Redis or token. */
 function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
@@ -74,12 +85,18 @@ async function serve(env: Record<string, string>, until: RegExp): Promise<Server
     err += d;
   });
   const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
-  const started = Date.now();
-  while (!until.test(out)) {
-    if (proc.exitCode !== null) throw new Error(`serve exited ${proc.exitCode}: ${err}`);
-    if (Date.now() - started > 60_000) throw new Error(`no banner in 60 s: ${out} ${err}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no banner in 60 s: ${out} ${err}`)), 60_000);
+    proc.stdout!.on('data', () => {
+      if (!until.test(out)) return;
+      clearTimeout(timer);
+      resolve();
+    });
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited ${code}: ${err}`));
+    });
+  });
   return { proc, out: () => out, exited, banner: out };
 }
 
@@ -115,7 +132,7 @@ const api = (base: string, key: string, method: string, path: string, body?: unk
   request(`${base}/api/v1${path}`, method, body, { authorization: `Bearer ${key}` });
 
 describe('npm start: first start on an empty DATA_DIR, restart, SIGTERM', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'chasqui-cli-'));
+  const dataDir = tempDir('chasqui-cli-');
   // At info, as a newcomer runs it: the start-up's log lines share stdout with the banner.
   const env = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', SANDBOX_AUTO_STATUS: 'off' };
   let first: Awaited<ReturnType<typeof serve>>;
@@ -124,8 +141,9 @@ describe('npm start: first start on an empty DATA_DIR, restart, SIGTERM', () => 
   let demoAccountId: string;
   let msToFirstCurl = 0;
 
-  afterAll(() => {
+  afterAll(async () => {
     first?.proc.kill('SIGKILL');
+    await first?.exited;
   });
 
   it('prints where it listens, the operator token, the demo etk_live_ key and curl lines that work (GET /me 200, POST /messages 201)', async () => {
@@ -188,19 +206,20 @@ describe('npm start: first start on an empty DATA_DIR, restart, SIGTERM', () => 
 
   it('SIGTERM: stops accepting, finishes the in-flight request (201), exits 0 promptly', async () => {
     const port = Number(new URL(base).port);
-    const body = JSON.stringify({ phone: '+54 9 11 5555-7777', name: 'En vuelo' });
+    const body = JSON.stringify({ phone: freshPhone(), name: 'En vuelo' });
     const sock = connect(port, '127.0.0.1');
     let answer = '';
     sock.on('data', (d) => {
       answer += d;
     });
     const closed = new Promise<void>((r) => sock.on('close', () => r()));
+    const continued = new Promise<void>((r) => sock.on('data', () => answer.includes('100 Continue') && r()));
     // Expect: 100-continue makes the server say when it has the request (headers parsed).
     sock.write(
       `POST /api/v1/contacts HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nExpect: 100-continue\r\n\r\n`,
     );
-    while (!answer.includes('100 Continue')) await new Promise((r) => setTimeout(r, 10));
+    await continued;
     sock.write(body.slice(0, 10));
 
     const t0 = Date.now();
@@ -252,7 +271,7 @@ describe('npm start: first start on an empty DATA_DIR, restart, SIGTERM', () => 
 
 describe('npm start under a process manager', () => {
   it('SIGTERM sent to `npm start` reaches the server: it shuts down and its port closes (the script execs Node)', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'chasqui-npm-start-'));
+    const dataDir = tempDir('chasqui-npm-start-');
     // Exactly what a user runs: the prestart build (a few seconds), then the server.
     const npm = spawn('npm', ['start'], {
       cwd: ROOT,
@@ -277,7 +296,7 @@ describe('chasqui migrate', () => {
   const all = listMigrations().map((m) => m.version);
 
   it('applies every migration to a fresh embedded database, then says it is up to date', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'chasqui-mig-'));
+    const dataDir = tempDir('chasqui-mig-');
     const first = await cli(['migrate'], { DATA_DIR: dataDir });
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout.trim()).toBe(`Applied: ${all.join(', ')}`);
@@ -288,23 +307,21 @@ describe('chasqui migrate', () => {
   it.skipIf(!inject('databaseUrl'))(
     'applies every migration to a fresh PostgreSQL database (DATABASE_URL)',
     async () => {
-      const baseUrl = inject('databaseUrl')!;
-      const u = new URL(await freshPostgresDatabase(baseUrl));
-      const name = u.pathname.slice(1);
-      const first = await cli(['migrate'], { DATABASE_URL: u.toString() });
-      expect(first.code, first.stderr).toBe(0);
-      expect(first.stdout.trim()).toBe(`Applied: ${all.join(', ')}`);
-      const second = await cli(['migrate'], { DATABASE_URL: u.toString() });
-      expect(second.stdout.trim()).toBe('Database is up to date.');
-      const c = new pg.Client({ connectionString: u.toString() });
-      await c.connect();
-      const tables = await c.query(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public'`);
-      await c.end();
-      expect(tables.rows[0].n).toBeGreaterThan(10);
-      const cleanup = new pg.Client({ connectionString: baseUrl });
-      await cleanup.connect();
-      await cleanup.query(`DROP DATABASE ${name}`);
-      await cleanup.end();
+      const url = await freshPostgresDatabase(inject('databaseUrl')!);
+      try {
+        const first = await cli(['migrate'], { DATABASE_URL: url });
+        expect(first.code, first.stderr).toBe(0);
+        expect(first.stdout.trim()).toBe(`Applied: ${all.join(', ')}`);
+        const second = await cli(['migrate'], { DATABASE_URL: url });
+        expect(second.stdout.trim()).toBe('Database is up to date.');
+        const c = new pg.Client({ connectionString: url });
+        await c.connect();
+        const tables = await c.query(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public'`);
+        await c.end();
+        expect(tables.rows[0].n).toBeGreaterThan(10);
+      } finally {
+        await dropPostgresDatabase(url);
+      }
     },
     60_000,
   );
@@ -342,8 +359,9 @@ describe('operator commands against a running server (operator-api.md)', () => {
     expect(acc).toMatchObject({ name: 'Tienda CLI', plan: 'escala' });
     const key = json(await cli(['keys', 'create', acc.id, 'integracion'], env));
     expect(key.key).toMatch(/^etk_live_/);
-    const pn = json(await cli(['numbers', 'add', acc.id, '+54 9 11 4444-0000', '--name', 'Principal', '--provider', 'sandbox'], env));
-    expect(pn).toMatchObject({ phone: '5491144440000', status: 'connected', default: true });
+    const ours = freshPhone({ spelling: 'spaced' });
+    const pn = json(await cli(['numbers', 'add', acc.id, ours, '--name', 'Principal', '--provider', 'sandbox'], env));
+    expect(pn).toMatchObject({ phone: ours.replace(/\D/g, ''), status: 'connected', default: true });
     const tpl = json(
       await cli(
         ['templates', 'add', acc.id, 'bienvenida', '--category', 'UTILITY', '--body', 'Hola {{nombre}}', '--var', 'nombre:Nombre=Ana'],
@@ -354,7 +372,7 @@ describe('operator commands against a running server (operator-api.md)', () => {
     const approved = json(await cli(['templates', 'update', acc.id, tpl.id, '--status', 'APPROVED'], env));
     expect(approved.status).toBe('APPROVED');
     const sent = await app.api(key.key, 'POST', '/messages', {
-      to: '+54 9 11 4444-2222',
+      to: freshPhone(),
       template: { id: tpl.id, variables: { nombre: 'Eva' } },
     });
     expect(sent.status).toBe(201);
@@ -387,7 +405,7 @@ describe('operator commands against a running server (operator-api.md)', () => {
       ),
     );
     expect(p.stages.map((s: any) => s.kind)).toEqual(['open', 'won', 'lost']);
-    const inbound = json(await cli(['sandbox', 'inbound', acc.id, '+54 9 11 4444-1111', 'Hola, quiero info', '--name', 'Beto'], env));
+    const inbound = json(await cli(['sandbox', 'inbound', acc.id, freshPhone(), 'Hola, quiero info', '--name', 'Beto'], env));
     expect(inbound).toMatchObject({ contactId: expect.any(String), conversationId: expect.any(String) });
     const cases = await acc.call('GET', `/pipelines/${p.id}/cases`);
     expect(cases.body.data).toHaveLength(1);
@@ -452,7 +470,7 @@ describe('operator commands against a running server (operator-api.md)', () => {
   it('server and token: --url/--token flags, DATA_DIR/admin-token, and clear errors without them', async () => {
     const viaFlags = await cli(['accounts', 'list', '--url', app.url, '--token', ADMIN_TOKEN], {});
     expect(viaFlags.code, viaFlags.stderr).toBe(0);
-    const dir = mkdtempSync(join(tmpdir(), 'chasqui-tok-'));
+    const dir = tempDir('chasqui-tok-');
     writeFileSync(join(dir, 'admin-token'), `${ADMIN_TOKEN}\n`);
     const viaFile = await cli(['accounts', 'list'], { DATA_DIR: dir, CHASQUI_URL: app.url });
     expect(viaFile.code, viaFile.stderr).toBe(0);
@@ -461,7 +479,7 @@ describe('operator commands against a running server (operator-api.md)', () => {
     const wrong = await cli(['accounts', 'list', '--token', 'not-the-token-0123456789'], { CHASQUI_URL: app.url });
     expect(wrong.code).toBe(1);
     expect(JSON.parse(wrong.stderr).error).toMatch(/token de operador/);
-    const none = await cli(['accounts', 'list'], { DATA_DIR: mkdtempSync(join(tmpdir(), 'chasqui-none-')), CHASQUI_URL: app.url });
+    const none = await cli(['accounts', 'list'], { DATA_DIR: tempDir('chasqui-none-'), CHASQUI_URL: app.url });
     expect(none.code).toBe(1);
     expect(none.stderr).toMatch(/ADMIN_TOKEN/);
     const down = await cli(['accounts', 'list', '--url', 'http://127.0.0.1:9', '--token', 'x'], {});

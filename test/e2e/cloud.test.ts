@@ -4,7 +4,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeGraph, startFakeGraph } from '../fakes/graph.js';
-import { request, startTestApp, type TestAccount, type TestApp } from '../harness.js';
+import { freshPhone, request, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 let app: TestApp;
 let fake: FakeGraph;
@@ -33,10 +33,6 @@ interface CloudNumber {
   verifyToken: string;
 }
 
-let customerSeq = 0;
-/** A fresh Argentine mobile as WhatsApp writes it (wa_id: 549…). */
-const customer = () => `54911${String(50000000 + (process.pid % 1000) * 10000 + ++customerSeq).padStart(8, '0')}`;
-
 /** An account with a Cloud API number connected through the operator API (operator-api.md). */
 async function cloudAccount(opts: { wabaId?: string; appSecret?: string } = {}): Promise<CloudNumber> {
   const acc = await app.createAccount();
@@ -47,7 +43,7 @@ async function cloudAccount(opts: { wabaId?: string; appSecret?: string } = {}):
     appSecret: opts.appSecret ?? randomBytes(16).toString('hex'),
     verifyToken: `vt-${randomBytes(8).toString('hex')}`,
   };
-  const phone = `549114${digits(7)}`; // a valid Buenos Aires mobile (11 4xxx-xxxx)
+  const phone = freshPhone({ spelling: 'digits' });
   const res = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone, name: 'WhatsApp', provider: 'cloud', cloud: c });
   expect(res.status).toBe(201);
   expect(JSON.stringify(res.body)).not.toContain(c.accessToken);
@@ -108,7 +104,7 @@ const events = (accountId: string, kind?: string) => app.events(accountId, kind)
 
 /** A customer writes first (opens the 24-hour window); returns the customer's phone. */
 async function customerWrites(n: CloudNumber, text = 'Hola, ¿tienen stock?'): Promise<string> {
-  const from = customer();
+  const from = freshPhone({ spelling: 'digits' });
   const res = await postWebhook(
     envelope(entry(n.wabaId, [messagesChange(n, { contacts: [profile(from, 'Ana')], messages: [textMsg(from, text)] })])),
     n.appSecret,
@@ -175,7 +171,7 @@ describe('GET /channels/whatsapp/webhook: the hub.challenge handshake (operator-
 describe('POST /channels/whatsapp/webhook: signed with X-Hub-Signature-256 (decisions.md "Channel")', () => {
   it('a tampered, missing or foreign signature is refused with 401 and nothing is stored', async () => {
     const n = await cloudAccount();
-    const from = customer();
+    const from = freshPhone({ spelling: 'digits' });
     const payload = envelope(entry(n.wabaId, [messagesChange(n, { contacts: [profile(from, 'Eva')], messages: [textMsg(from, 'hola')] })]));
 
     const tampered = await postWebhook(payload, n.appSecret, (raw) => raw.replace('hola', 'HOLA'));
@@ -196,12 +192,12 @@ describe('POST /channels/whatsapp/webhook: signed with X-Hub-Signature-256 (deci
     const tpl = await syncedTemplate(n, namedTemplate(`aviso_${digits(6)}`));
     const sent: { id: string; wamid: string; to: string }[] = [];
     for (let i = 0; i < 3; i++) {
-      const to = customer();
+      const to = freshPhone({ spelling: 'digits' });
       const r = await n.acc.call('POST', '/messages', { to, template: { id: tpl.id, variables: { nombre: 'Ana' } } });
       expect(r.status).toBe(201);
       sent.push({ id: r.body.id, wamid: r.body.wamid, to });
     }
-    const [a, b, c] = [customer(), customer(), customer()];
+    const [a, b, c] = [freshPhone({ spelling: 'digits' }), freshPhone({ spelling: 'digits' }), freshPhone({ spelling: 'digits' })];
     const payload = envelope(
       entry(n.wabaId, [
         messagesChange(n, {
@@ -269,7 +265,7 @@ describe('POST /channels/whatsapp/webhook: signed with X-Hub-Signature-256 (deci
 
   it('message types of api.md §6: captions and descriptions as text, button text; reactions and system notices without message.received', async () => {
     const n = await cloudAccount();
-    const from = customer();
+    const from = freshPhone({ spelling: 'digits' });
     const m = (type: string, body: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
       from,
       id: inboundWamid(),
@@ -334,7 +330,7 @@ describe('POST /channels/whatsapp/webhook: signed with X-Hub-Signature-256 (deci
 
   it('tapping the template opt-out quick reply opts the contact out (api.md §3 "Contact opt-out")', async () => {
     const n = await cloudAccount();
-    const from = customer();
+    const from = freshPhone({ spelling: 'digits' });
     const tap = {
       from,
       id: inboundWamid(),
@@ -358,7 +354,7 @@ describe('POST /channels/whatsapp/webhook: signed with X-Hub-Signature-256 (deci
 
   it('the same message delivered twice at the same time produces one message.received (Meta re-sends)', async () => {
     const n = await cloudAccount();
-    const from = customer();
+    const from = freshPhone({ spelling: 'digits' });
     const payload = envelope(
       entry(n.wabaId, [messagesChange(n, { contacts: [profile(from, 'Gabi')], messages: [textMsg(from, 'hola')] })]),
     );
@@ -374,7 +370,7 @@ describe('POST /channels/whatsapp/webhook: signed with X-Hub-Signature-256 (deci
 
   it('needs no bearer token and takes application/json with a charset (operator-api.md "WhatsApp Cloud API receiver")', async () => {
     const n = await cloudAccount();
-    const from = customer();
+    const from = freshPhone({ spelling: 'digits' });
     const raw = JSON.stringify(envelope(entry(n.wabaId, [messagesChange(n, { messages: [textMsg(from, 'hola')] })])));
     const res = await request(`${app.url}/channels/whatsapp/webhook`, 'POST', raw, {
       'content-type': 'application/json; charset=utf-8',
@@ -387,7 +383,7 @@ describe('POST /channels/whatsapp/webhook: signed with X-Hub-Signature-256 (deci
   it('a body signed by our app that names no number of ours is acknowledged and ignored', async () => {
     const n = await cloudAccount();
     const other = { ...n, graphId: digits(15) };
-    const from = customer();
+    const from = freshPhone({ spelling: 'digits' });
     const res = await postWebhook(envelope(entry(n.wabaId, [messagesChange(other, { messages: [textMsg(from, 'hola')] })])), n.appSecret);
     expect(res.status).toBe(200);
     expect(await events(n.acc.id)).toEqual([]);
@@ -397,7 +393,7 @@ describe('POST /channels/whatsapp/webhook: signed with X-Hub-Signature-256 (deci
 describe('statuses from the Cloud API run the forward-only machine (api.md §3)', () => {
   async function sentTemplate(n: CloudNumber) {
     const tpl = await syncedTemplate(n, namedTemplate(`estado_${digits(6)}`));
-    const to = customer();
+    const to = freshPhone({ spelling: 'digits' });
     const r = await n.acc.call('POST', '/messages', { to, template: { id: tpl.id, variables: { nombre: 'Ana' } } });
     expect(r.status).toBe(201);
     return { id: r.body.id as string, wamid: r.body.wamid as string, to };
@@ -464,7 +460,7 @@ describe('sending through Graph (api.md §4 POST /messages)', () => {
   it('a template with named variables: value sent, else the contact attribute, else the example (api.md §4)', async () => {
     const n = await cloudAccount();
     const tpl = await syncedTemplate(n, namedTemplate(`pedido_${digits(6)}`));
-    const to = customer();
+    const to = freshPhone({ spelling: 'digits' });
     expect((await n.acc.call('POST', '/contacts', { phone: to, attributes: { pedido: 'B-42' } })).status).toBe(201);
     const r = await n.acc.call('POST', '/messages', { to, template: { id: tpl.id, variables: { nombre: 'Lucía' } } });
     expect(r.status).toBe(201);
@@ -505,7 +501,7 @@ describe('sending through Graph (api.md §4 POST /messages)', () => {
       { name: '1', label: expect.any(String), example: '10:00' },
       { name: '2', label: expect.any(String), example: 'lunes' },
     ]);
-    const to = customer();
+    const to = freshPhone({ spelling: 'digits' });
     const r = await n.acc.call('POST', '/messages', { to, template: { id: tpl.id, variables: { '1': '15:30' } } });
     expect(r.status).toBe(201);
     expect(fake.sends()[0]!.body.template).toEqual({
@@ -549,7 +545,7 @@ describe('sending through Graph (api.md §4 POST /messages)', () => {
       { name: 'button_2', label: 'Botón 2 (Seguir envío)', example: 'AB12' },
     ]);
     const r = await n.acc.call('POST', '/messages', {
-      to: customer(),
+      to: freshPhone({ spelling: 'digits' }),
       template: { id: tpl.id, variables: { header_1: '#2002', '1': 'Bruno', button_2: 'ZX99' } },
     });
     expect(r.status).toBe(201);
@@ -596,7 +592,7 @@ describe('sending through Graph (api.md §4 POST /messages)', () => {
     });
     expect(tpl.variables.map((v: { name: string }) => v.name)).toEqual(['first_name', 'code']);
     const r = await n.acc.call('POST', '/messages', {
-      to: customer(),
+      to: freshPhone({ spelling: 'digits' }),
       template: { id: tpl.id, variables: { first_name: 'Bruno', code: '9876' } },
     });
     expect(r.status).toBe(201);
@@ -620,7 +616,8 @@ describe('Graph errors map to api.md §7 (409 / 502 with the reason; nothing ret
     n = await cloudAccount();
     tplId = (await syncedTemplate(n, namedTemplate(`errores_${digits(6)}`))).id;
   });
-  const sendTemplate = () => n.acc.call('POST', '/messages', { to: customer(), template: { id: tplId, variables: { nombre: 'Ana' } } });
+  const sendTemplate = () =>
+    n.acc.call('POST', '/messages', { to: freshPhone({ spelling: 'digits' }), template: { id: tplId, variables: { nombre: 'Ana' } } });
 
   const cases: { rule: string; behaviour: any; status: number; text: RegExp; code: number | null }[] = [
     {
@@ -821,10 +818,10 @@ describe('templates from the WhatsApp Business Account (issue 5 point 5)', () =>
     const current = async () => (await n.acc.call('GET', `/templates/${tpl.id}`)).body.status;
     expect((await update('APPROVED')).status).toBe(200);
     expect(await current()).toBe('APPROVED');
-    expect((await n.acc.call('POST', '/messages', { to: customer(), template: { id: tpl.id } })).status).toBe(201);
+    expect((await n.acc.call('POST', '/messages', { to: freshPhone({ spelling: 'digits' }), template: { id: tpl.id } })).status).toBe(201);
     await update('PAUSED');
     expect(await current()).toBe('PAUSED');
-    expect((await n.acc.call('POST', '/messages', { to: customer(), template: { id: tpl.id } })).status).toBe(409);
+    expect((await n.acc.call('POST', '/messages', { to: freshPhone({ spelling: 'digits' }), template: { id: tpl.id } })).status).toBe(409);
     await update('REJECTED', 'INVALID_FORMAT');
     expect(await current()).toBe('REJECTED');
     await update('DISABLED');
@@ -845,7 +842,7 @@ describe('templates from the WhatsApp Business Account (issue 5 point 5)', () =>
 describe('campaigns on the Cloud API: a temporary refusal is tried again (docs/decisions.md "Campaigns")', () => {
   const campaignFor = async (n: CloudNumber) => {
     const tpl = await syncedTemplate(n, namedTemplate(`aviso_${digits(8)}`));
-    expect((await n.acc.call('POST', '/contacts', { phone: `+${customer()}`, name: 'Ana' })).status).toBe(201);
+    expect((await n.acc.call('POST', '/contacts', { phone: `+${freshPhone({ spelling: 'digits' })}`, name: 'Ana' })).status).toBe(201);
     const c = await app.admin('POST', `/accounts/${n.acc.id}/campaigns`, { name: 'Aviso', templateId: tpl.id, phoneNumberId: n.id });
     expect(c.status).toBe(201);
     return c.body.id as string;

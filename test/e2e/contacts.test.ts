@@ -1,6 +1,6 @@
 // POST /contacts, GET /contacts, GET /contacts/{id} (api.md §4; decisions.md "Naming and shapes", "Endpoints").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestAccount, type TestApp } from '../harness.js';
+import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -65,7 +65,7 @@ describe('POST /contacts (api.md §4)', () => {
   });
 
   it('attributes are "merged with existing attributes: only the sent keys change"; name is "replaced only when sent"', async () => {
-    const phone = '+54 9 11 5555-0303';
+    const phone = freshPhone();
     await acc.call('POST', '/contacts', { phone, name: 'Beto', attributes: { plan: 'oro', ciudad: 'Córdoba' } });
     const a = await acc.call('POST', '/contacts', { phone, attributes: { plan: 'plata', pedido: '77' } });
     expect(a.status).toBe(200);
@@ -80,8 +80,8 @@ describe('POST /contacts (api.md §4)', () => {
 
   it('"An attribute that does not exist as a field in the account is created as a text field"', async () => {
     const own = await app.createAccount();
-    await own.call('POST', '/contacts', { phone: '+54 9 11 5555-0404', attributes: { talle: 'M', color_favorito: 'azul' } });
-    await own.call('POST', '/contacts', { phone: '+54 9 11 5555-0405', attributes: { talle: 'L' } });
+    await own.call('POST', '/contacts', { phone: freshPhone(), attributes: { talle: 'M', color_favorito: 'azul' } });
+    await own.call('POST', '/contacts', { phone: freshPhone(), attributes: { talle: 'L' } });
     const fields = await app.rt.services.db
       .selectFrom('contact_fields')
       .select(['key', 'type'])
@@ -113,14 +113,15 @@ describe('POST /contacts (api.md §4)', () => {
   });
 
   it('"name on POST /contacts is at most 120 characters"', async () => {
-    expect((await acc.call('POST', '/contacts', { phone: '+54 9 11 5555-0606', name: 'n'.repeat(120) })).status).toBe(201);
-    const res = await acc.call('POST', '/contacts', { phone: '+54 9 11 5555-0606', name: 'n'.repeat(121) });
+    const phone = freshPhone();
+    expect((await acc.call('POST', '/contacts', { phone, name: 'n'.repeat(120) })).status).toBe(201);
+    const res = await acc.call('POST', '/contacts', { phone, name: 'n'.repeat(121) });
     expect(res.status).toBe(400);
     expect(problems(res.body)[0]?.path).toEqual(['name']);
   });
 
   it('"Attribute keys: 1 to 64 characters of letters, digits and _; values are strings of at most 1,000 characters; a non-string value is a 400"', async () => {
-    const phone = '+54 9 11 5555-0707';
+    const phone = freshPhone();
     const cases: [Record<string, unknown>, (string | number)[]][] = [
       [{ 'mal-clave': 'x' }, ['attributes', 'mal-clave']],
       [{ '': 'x' }, ['attributes', '']],
@@ -142,8 +143,9 @@ describe('POST /contacts (api.md §4)', () => {
 
   it('"When the contact is new, webhook contact.created is emitted with source api" (only when new; data {source, contact})', async () => {
     const own = await app.createAccount();
-    const first = await own.call('POST', '/contacts', { phone: '+54 9 11 5555-0808', name: 'Caro' });
-    await own.call('POST', '/contacts', { phone: '+54 9 11 5555-0808', name: 'Carolina' });
+    const phone = freshPhone();
+    const first = await own.call('POST', '/contacts', { phone, name: 'Caro' });
+    await own.call('POST', '/contacts', { phone, name: 'Carolina' });
     const events = await apiEvents(own.id);
     expect(events).toHaveLength(1);
     expect(events[0]?.data).toEqual({ source: 'api', contact: first.body });
@@ -190,10 +192,8 @@ describe('POST /contacts (api.md §4)', () => {
 
   it('concurrency at the contact limit: the second POST of the same new phone is an update (200), not a 402', async () => {
     const own = await app.createAccount({ limits: { contacts: 1 } });
-    const [a, b] = await Promise.all([
-      own.call('POST', '/contacts', { phone: '+54 9 11 5557-0001' }),
-      own.call('POST', '/contacts', { phone: '+54 9 11 5557-0001' }),
-    ]);
+    const phone = freshPhone();
+    const [a, b] = await Promise.all([own.call('POST', '/contacts', { phone }), own.call('POST', '/contacts', { phone })]);
     expect([a.status, b.status].sort()).toEqual([200, 201]);
   });
 });
@@ -202,7 +202,7 @@ describe('GET /contacts and GET /contacts/{id} (decisions.md "Endpoints": cursor
   it('pages with limit and after (the last id of the previous page), oldest first, only the own account', async () => {
     const own = await app.createAccount();
     const other = await app.createAccount();
-    await other.call('POST', '/contacts', { phone: '+54 9 11 5558-0000' });
+    await other.call('POST', '/contacts', { phone: freshPhone() });
     const ids: string[] = [];
     for (let i = 1; i <= 5; i++) ids.push((await own.call('POST', '/contacts', { phone: `+54 9 11 5558-000${i}` })).body.id);
     const p1 = await own.call('GET', '/contacts?limit=2');
@@ -237,7 +237,7 @@ describe('GET /contacts and GET /contacts/{id} (decisions.md "Endpoints": cursor
   it('GET /contacts/{id}: "ids of another account answer 404"', async () => {
     const own = await app.createAccount();
     const other = await app.createAccount();
-    const c = await other.call('POST', '/contacts', { phone: '+54 9 11 5559-0001', name: 'Otra' });
+    const c = await other.call('POST', '/contacts', { phone: freshPhone(), name: 'Otra' });
     expect((await other.call('GET', `/contacts/${c.body.id}`)).body).toEqual(c.body);
     const res = await own.call('GET', `/contacts/${c.body.id}`);
     expect(res.status).toBe(404);

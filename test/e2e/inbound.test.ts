@@ -2,7 +2,7 @@
 // "Sandbox channel"): contacts, conversation window, message.received, opt-out (api.md §3, §6;
 // decisions.md "Event data keys", "Channel").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../harness.js';
+import { freshPhone, startTestApp, type TestApp } from '../harness.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -12,12 +12,6 @@ afterAll(async () => {
   await app?.close();
 });
 
-let seq = 0;
-const next = () => {
-  seq += 1;
-  return seq;
-};
-const freshPhone = () => `+54911${String(60000000 + (process.pid % 1000) * 100 + next() * 10).slice(-8)}`;
 const digits = (p: string) => p.replace(/\D/g, '');
 
 const events = (accountId: string, kind?: string) => app.events(accountId, kind);
@@ -120,13 +114,14 @@ describe('inbound messages (operator-api.md "Sandbox channel")', () => {
 
   it('a second number of the account is a separate conversation with its own window', async () => {
     const acc = await app.createAccount();
-    const second = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: '+5491155559999' });
+    const ours = freshPhone();
+    const second = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: ours });
     const from = freshPhone();
     const a = await app.inbound({ accountId: acc.id, from, text: 'hola' });
     const b = await app.inbound({ accountId: acc.id, from, text: 'hola', phoneNumberId: second.body.id });
     expect(b.body.conversationId).not.toBe(a.body.conversationId);
     const [, msg] = await events(acc.id, 'message.received');
-    expect(msg!.data.to).toBe('5491155559999');
+    expect(msg!.data.to).toBe(digits(ours));
   });
 });
 

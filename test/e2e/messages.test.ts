@@ -1,12 +1,13 @@
 // POST /messages and GET /messages/{id} (api.md §4, decisions.md "Message record"), the delivery
 // status machine (api.md §3, decisions.md "Resources") and the sandbox test numbers
 // (operator-api.md "Sandbox channel"). Statuses are moved by the sandbox status endpoint (the
-// provider's report) with SANDBOX_AUTO_STATUS=off; one test runs the automatic timers for real.
+// provider's report) with SANDBOX_AUTO_STATUS=off; with it on, the injected clock moves them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DELIVERED_AFTER_MS, FAIL_AFTER_MS, READ_AFTER_MS } from '../../src/channel/sandbox/provider.js';
 import { newId } from '../../src/lib/ids.js';
 import { sendMessage } from '../../src/messages/send.js';
 import { reportStatuses } from '../../src/messages/status.js';
-import { startTestApp, type TestAccount, type TestApp } from '../harness.js';
+import { freshPhone, startTestApp, type TestAccount, type TestApp, testNumber } from '../harness.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -21,10 +22,6 @@ const next = () => {
   seq += 1;
   return seq;
 };
-/** A fresh recipient that is not a sandbox test number (last four digits 1xxx). */
-const freshPhone = () => `+54911${String(70000000 + (process.pid % 1000) * 100 + next() * 10 + 1000).slice(-8)}`;
-/** A recipient ending in the given sandbox test digits. */
-const testNumber = (last4: string) => `+5491177${String(next() % 100).padStart(2, '0')}${last4}`;
 
 async function template(acc: TestAccount, o: { category?: string; status?: string } = {}) {
   const res = await app.admin('POST', `/accounts/${acc.id}/templates`, {
@@ -378,27 +375,86 @@ describe('delivery status machine (api.md §3, decisions.md "Resources")', () =>
 });
 
 describe('SANDBOX_AUTO_STATUS=on (operator-api.md "Configuration")', () => {
-  it('"the sandbox reports delivered after ~1 s and read after ~3 s"; 0001 fails ≈1 s later', async () => {
+  /** An approved template and a send to each of `to`, on an app with automatic statuses. */
+  async function sendAuto(a: TestApp, to: string[]) {
+    const acc = await a.createAccount();
+    const t = await a.admin('POST', `/accounts/${acc.id}/templates`, {
+      name: 'auto',
+      category: 'UTILITY',
+      body: 'Hola',
+      status: 'APPROVED',
+    });
+    expect(t.status).toBe(201);
+    const sent: { id: string; wamid: string }[] = [];
+    for (const phone of to) {
+      const res = await acc.call('POST', '/messages', { to: phone, template: { id: t.body.id } });
+      expect(res.status).toBe(201);
+      sent.push(res.body);
+    }
+    return { acc, sent };
+  }
+
+  /** Runs the sandbox-statuses job now (POST /admin/v1/jobs/{name}/run): every report due by the clock is applied. */
+  async function applyDue(a: TestApp): Promise<void> {
+    const res = await a.admin('POST', '/jobs/sandbox-statuses/run');
+    expect(res.status).toBe(200);
+  }
+
+  it('"the sandbox reports delivered after ~1 s and read after ~3 s"; 0001 fails ≈1 s later — by the service clock, through the sandbox-statuses job', async () => {
     const auto = await startTestApp({ env: { SANDBOX_AUTO_STATUS: 'on' } });
     try {
-      const acc = await auto.createAccount();
-      const t = await auto.admin('POST', `/accounts/${acc.id}/templates`, {
-        name: 'auto',
-        category: 'UTILITY',
-        body: 'Hola',
-        variables: [],
-        status: 'APPROVED',
-      });
-      const ok = await acc.call('POST', '/messages', { to: freshPhone(), template: { id: t.body.id } });
-      const bad = await acc.call('POST', '/messages', { to: testNumber('0001'), template: { id: t.body.id } });
-      expect((await acc.call('GET', `/messages/${bad.body.id}`)).body.status).toBe('sent');
-      await new Promise((r) => setTimeout(r, 1600));
-      expect((await acc.call('GET', `/messages/${ok.body.id}`)).body.status).toBe('delivered');
-      expect((await acc.call('GET', `/messages/${bad.body.id}`)).body).toMatchObject({ status: 'failed', code: 131026 });
-      await new Promise((r) => setTimeout(r, 1800));
-      expect((await acc.call('GET', `/messages/${ok.body.id}`)).body.status).toBe('read');
+      const t0 = auto.clock.ms();
+      const { acc, sent } = await sendAuto(auto, [freshPhone(), testNumber('0001')]);
+      const [ok, bad] = sent as [{ id: string; wamid: string }, { id: string; wamid: string }];
+      const statusOf = async (id: string) => (await acc.call('GET', `/messages/${id}`)).body;
+
+      auto.clock.advance(DELIVERED_AFTER_MS - 1);
+      await applyDue(auto);
+      expect([(await statusOf(ok.id)).status, (await statusOf(bad.id)).status]).toEqual(['sent', 'sent']);
+
+      auto.clock.advance(1);
+      await applyDue(auto);
+      expect((await statusOf(ok.id)).status).toBe('delivered');
+      expect(await statusOf(bad.id)).toMatchObject({ status: 'failed', code: 131026 });
+
+      auto.clock.advance(READ_AFTER_MS - DELIVERED_AFTER_MS - 1);
+      await applyDue(auto);
+      expect((await statusOf(ok.id)).status).toBe('delivered');
+      auto.clock.advance(1);
+      await applyDue(auto);
+      expect((await statusOf(ok.id)).status).toBe('read');
+
+      // Each report carries the time the sandbox says it happened, and is applied once.
+      const reported = (await auto.events(acc.id, 'message.status'))
+        .map((e) => [e.data.id, e.data.status, e.data.timestamp])
+        .sort((x, y) => `${x[2]} ${x[1]}`.localeCompare(`${y[2]} ${y[1]}`));
+      expect(reported).toEqual([
+        [ok.id, 'delivered', new Date(t0 + DELIVERED_AFTER_MS).toISOString()],
+        [bad.id, 'failed', new Date(t0 + FAIL_AFTER_MS).toISOString()],
+        [ok.id, 'read', new Date(t0 + READ_AFTER_MS).toISOString()],
+      ]);
+      expect(await auto.rt.services.db.selectFrom('sandbox_reports').select('id').execute()).toEqual([]);
     } finally {
       await auto.close();
     }
   });
+
+  it.skipIf(!process.env.DATABASE_URL)(
+    'scheduled reports are rows with a run_at: a process that stops before they are due loses none (another process applies them)',
+    async () => {
+      const first = await startTestApp({ env: { SANDBOX_AUTO_STATUS: 'on' } });
+      const next = await startTestApp({ env: { SANDBOX_AUTO_STATUS: 'on' }, sameDataAs: first, clock: first.clock });
+      try {
+        const { acc, sent } = await sendAuto(first, [freshPhone()]);
+        await first.close();
+        first.clock.advance(READ_AFTER_MS);
+        await applyDue(next);
+        expect((await next.api(acc.key, 'GET', `/messages/${sent[0]!.id}`)).body.status).toBe('read');
+        expect((await next.events(acc.id, 'message.status')).map((e) => e.data.status)).toEqual(['delivered', 'read']);
+      } finally {
+        await first.close();
+        await next.close();
+      }
+    },
+  );
 });

@@ -1,7 +1,7 @@
 // Channel numbers of the operator API (operator-api.md "Channel numbers and templates") and how
 // POST /messages picks the sending number (decisions.md "Endpoints").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../harness.js';
+import { freshPhone, startTestApp, type TestApp } from '../harness.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -46,10 +46,10 @@ describe('phone numbers (operator-api.md)', () => {
 
   it('an unknown account → 404; an invalid phone → 400; cloud without its ids → 400', async () => {
     const acc = await app.createAccount();
-    const none = await app.admin('POST', '/accounts/0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3e/phone-numbers', { phone: '+5491155550101' });
+    const none = await app.admin('POST', '/accounts/0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3e/phone-numbers', { phone: freshPhone() });
     expect(none.status).toBe(404);
     expect((await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: '12' })).status).toBe(400);
-    const cloud = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: '+5491155550102', provider: 'cloud' });
+    const cloud = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: freshPhone(), provider: 'cloud' });
     expect(cloud.status).toBe(400);
   });
 
@@ -62,7 +62,7 @@ describe('phone numbers (operator-api.md)', () => {
       appSecret: 'app-secret-value',
       verifyToken: 'verify-me',
     };
-    const res = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: '+5491155550103', provider: 'cloud', cloud });
+    const res = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: freshPhone(), provider: 'cloud', cloud });
     expect(res.status).toBe(201);
     expect(res.body.provider).toBe('cloud');
     const texts = [JSON.stringify(res.body), JSON.stringify((await app.admin('GET', `/accounts/${acc.id}`)).body)];
@@ -71,13 +71,13 @@ describe('phone numbers (operator-api.md)', () => {
       expect(t).not.toContain('EAAG-secret-token');
       expect(t).not.toContain('app-secret-value');
     }
-    const again = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: '+5491155550104', provider: 'cloud', cloud });
+    const again = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: freshPhone(), provider: 'cloud', cloud });
     expect(again.status).toBe(400);
   });
 
   it('PATCH {default: true} "unsets the previous one" and GET /me reflects it; sends leave from the new default', async () => {
     const acc = await app.createAccount();
-    const second = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: '+5491155550105' });
+    const second = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: freshPhone() });
     const patched = await app.admin('PATCH', `/accounts/${acc.id}/phone-numbers/${second.body.id}`, { default: true });
     expect(patched.status).toBe(200);
     expect(patched.body.default).toBe(true);
@@ -86,7 +86,7 @@ describe('phone numbers (operator-api.md)', () => {
     expect(byId).toEqual({ [acc.phoneNumberId]: false, [second.body.id]: true });
 
     const tid = await approvedTemplate(acc.id);
-    const sent = await acc.call('POST', '/messages', { to: '+5491166660001', template: { id: tid } });
+    const sent = await acc.call('POST', '/messages', { to: freshPhone(), template: { id: tid } });
     expect(sent.status).toBe(201);
     expect(sent.body.phoneNumberId).toBe(second.body.id);
     const other = await app.admin('PATCH', `/accounts/${acc.id}/phone-numbers/0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3e`, { default: true });
@@ -97,8 +97,9 @@ describe('phone numbers (operator-api.md)', () => {
     const acc = await app.createAccount();
     const other = await app.createAccount();
     const tid = await approvedTemplate(acc.id);
+    const to = freshPhone();
     const foreign = await acc.call('POST', '/messages', {
-      to: '+5491166660010',
+      to,
       template: { id: tid },
       phoneNumberId: other.phoneNumberId,
     });
@@ -107,23 +108,23 @@ describe('phone numbers (operator-api.md)', () => {
 
     const off = await app.admin('PATCH', `/accounts/${acc.id}/phone-numbers/${acc.phoneNumberId}`, { status: 'disconnected' });
     expect(off.body).toMatchObject({ status: 'disconnected', default: true });
-    const named = await acc.call('POST', '/messages', { to: '+5491166660010', template: { id: tid }, phoneNumberId: acc.phoneNumberId });
+    const named = await acc.call('POST', '/messages', { to, template: { id: tid }, phoneNumberId: acc.phoneNumberId });
     expect(named.status).toBe(409);
     expect(named.body.error).toMatch(/desconectado/);
-    const omitted = await acc.call('POST', '/messages', { to: '+5491166660010', template: { id: tid } });
+    const omitted = await acc.call('POST', '/messages', { to, template: { id: tid } });
     expect(omitted.status).toBe(409);
 
     // Reconnected, it sends again.
     await app.admin('PATCH', `/accounts/${acc.id}/phone-numbers/${acc.phoneNumberId}`, { status: 'connected' });
-    expect((await acc.call('POST', '/messages', { to: '+5491166660010', template: { id: tid } })).status).toBe(201);
+    expect((await acc.call('POST', '/messages', { to, template: { id: tid } })).status).toBe(201);
   });
 
   it('phoneNumberId omitted and the default disconnected: "the account\'s default connected number" is another connected one', async () => {
     const acc = await app.createAccount();
-    const second = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: '+5491155550106' });
+    const second = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: freshPhone() });
     await app.admin('PATCH', `/accounts/${acc.id}/phone-numbers/${acc.phoneNumberId}`, { status: 'disconnected' });
     const tid = await approvedTemplate(acc.id);
-    const sent = await acc.call('POST', '/messages', { to: '+5491166660020', template: { id: tid } });
+    const sent = await acc.call('POST', '/messages', { to: freshPhone(), template: { id: tid } });
     expect(sent.status).toBe(201);
     expect(sent.body.phoneNumberId).toBe(second.body.id);
   });

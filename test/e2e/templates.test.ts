@@ -1,7 +1,7 @@
 // Templates: public GET /templates, GET /templates/{id} (api.md §4, decisions.md "Resources") and
 // the operator's POST/PATCH/DELETE /admin/v1/accounts/{id}/templates (operator-api.md).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestAccount, type TestApp } from '../harness.js';
+import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -196,7 +196,7 @@ describe('GET /templates and GET /templates/{id} (api.md §4, decisions.md "Reso
     const t = await createTemplate(own, { ...confirmation, status: 'APPROVED' });
     await app.admin('DELETE', `/accounts/${own.id}/templates/${t.body.id}`);
     const res = await own.call('POST', '/messages', {
-      to: '+54 9 11 5560-0001',
+      to: freshPhone(),
       template: { id: t.body.id, variables: { nombre: 'Ana' } },
     });
     expect(res.status).toBe(404);

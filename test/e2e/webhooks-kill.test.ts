@@ -2,7 +2,7 @@
 // event arrives". A real server process is killed mid-delivery; the next process (its clock moved
 // past the lease) delivers every event, with the same webhook-id.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -11,12 +11,19 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { type Runtime, startRuntime } from '../../src/runtime.js';
 import { leaseMsFor } from '../../src/webhooks/dispatcher.js';
 import { type Receiver, startReceiver } from '../fakes/receiver.js';
-import { ADMIN_TOKEN, request, startTestApp } from '../harness.js';
+import { ADMIN_TOKEN, freshPhone, request, startTestApp } from '../harness.js';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
   for (const f of cleanup.reverse()) await f().catch(() => {});
 });
+
+/** A data directory removed when the file ends. */
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'chasqui-kill-'));
+  cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
 
 function spawnServer(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
@@ -24,7 +31,11 @@ function spawnServer(env: Record<string, string>): Promise<{ child: ChildProcess
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  cleanup.push(async () => child.kill('SIGKILL'));
+  const exited = new Promise((res) => child.once('exit', res));
+  cleanup.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+  });
   return new Promise((resolve, reject) => {
     let out = '';
     let err = '';
@@ -63,18 +74,17 @@ async function scenario(dbEnv: Record<string, string>) {
   const first = await spawnServer(env);
   const admin = (base: string, method: string, path: string, body?: unknown) =>
     request(`${base}/admin/v1${path}`, method, body, { authorization: `Bearer ${ADMIN_TOKEN}` });
-  const acc = (await admin(first.url, 'POST', '/accounts', { name: 'Kill', plan: 'escala' })).body;
-  const key = (await admin(first.url, 'POST', `/accounts/${acc.id}/keys`, { name: 'k' })).body.key;
+  const created = await admin(first.url, 'POST', '/accounts', { name: 'Kill', plan: 'escala' });
+  expect(created.status).toBe(201);
+  const acc = created.body;
+  const made = await admin(first.url, 'POST', `/accounts/${acc.id}/keys`, { name: 'k' });
+  expect(made.status).toBe(201);
+  const key = made.body.key;
   const wh = await admin(first.url, 'POST', `/accounts/${acc.id}/webhooks`, { url: r.url });
   expect(wh.status).toBe(201);
   const N = 5;
   for (let i = 0; i < N; i++) {
-    const c = await request(
-      `${first.url}/api/v1/contacts`,
-      'POST',
-      { phone: `+54 9 11 7000-00${10 + i}` },
-      { authorization: `Bearer ${key}` },
-    );
+    const c = await request(`${first.url}/api/v1/contacts`, 'POST', { phone: freshPhone() }, { authorization: `Bearer ${key}` });
     expect(c.status).toBe(201);
   }
   // Every delivery is in flight (the receiver never answers): kill the process now.
@@ -89,19 +99,16 @@ async function scenario(dbEnv: Record<string, string>) {
   const clock = new ManualClock();
   const next: Runtime = await startRuntime(loadConfig(env), { clock, usageFlushMs: 0 });
   cleanup.push(() => next.close());
-  // The dead process's leases still hold: nothing is sent twice while they last.
-  next.dispatcher.wake();
-  await new Promise((x) => setTimeout(x, 300));
+  // The dead process's leases still hold: a whole dispatcher pass finds nothing to send.
+  expect(await next.dispatcher.runOnce()).toBe(0);
   expect(r.received).toHaveLength(N);
   clock.advance(leaseMsFor(60_000) + 1_000); // past the dead process's lease
   next.dispatcher.wake();
   await r.waitFor(2 * N, 10_000);
   expect(new Set(r.received.slice(N).map((x) => x.headers['webhook-id']))).toEqual(firstIds);
+  // Stopping the dispatcher waits for its attempts in flight and records them.
+  await next.dispatcher.stop();
   const rows = await next.services.db.selectFrom('webhook_deliveries').select(['status', 'attempts']).execute();
-  for (let i = 0; i < 50 && rows.some((x) => x.status !== 'succeeded'); i++) {
-    await new Promise((x) => setTimeout(x, 20));
-    rows.splice(0, rows.length, ...(await next.services.db.selectFrom('webhook_deliveries').select(['status', 'attempts']).execute()));
-  }
   expect(rows).toHaveLength(N);
   expect(rows.every((x) => x.status === 'succeeded' && x.attempts === 1)).toBe(true);
   await next.close();
@@ -113,7 +120,7 @@ describe('a process killed mid-delivery (SIGKILL) loses no event', () => {
     async () => {
       const holder = await startTestApp({ workers: false }); // a fresh, migrated database
       cleanup.push(() => holder.close());
-      await scenario({ DATABASE_URL: holder.databaseUrl, DATA_DIR: mkdtempSync(join(tmpdir(), 'chasqui-kill-')) });
+      await scenario({ DATABASE_URL: holder.databaseUrl, DATA_DIR: tempDir() });
     },
     120_000,
   );
@@ -121,8 +128,7 @@ describe('a process killed mid-delivery (SIGKILL) loses no event', () => {
   it.skipIf(!!process.env.DATABASE_URL)(
     'on embedded PGlite: restarted on the same data directory, every event arrives',
     async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'chasqui-kill-'));
-      await scenario({ DATA_DIR: dir, DATABASE_URL: '' });
+      await scenario({ DATA_DIR: tempDir(), DATABASE_URL: '' });
     },
     120_000,
   );

@@ -28,7 +28,7 @@ export interface Receiver {
   /** Answers for the next requests, in order; after them, `fallback`. */
   queue: Reply[];
   fallback: Reply;
-  /** Resolves when at least `n` requests arrived (polls real time, up to `timeoutMs`). */
+  /** Resolves when at least `n` requests arrived; fails after `timeoutMs` (real time) without them. */
   waitFor(n: number, timeoutMs?: number): Promise<Received[]>;
   close(): Promise<void>;
 }
@@ -36,18 +36,28 @@ export interface Receiver {
 export async function startReceiver(fallback: Reply = { status: 200, body: 'ok' }): Promise<Receiver> {
   const sockets = new Set<Socket>();
   const hanging = new Set<ServerResponse>();
+  /** Pending waitFor calls, woken by each request that arrives. */
+  const waiters = new Set<() => void>();
   const r: Receiver = {
     url: '',
     received: [],
     queue: [],
     fallback,
-    async waitFor(n, timeoutMs = 5_000) {
-      const until = Date.now() + timeoutMs;
-      while (r.received.length < n) {
-        if (Date.now() > until) throw new Error(`receiver: expected ${n} requests, got ${r.received.length}`);
-        await new Promise((res) => setTimeout(res, 10));
-      }
-      return r.received;
+    waitFor(n, timeoutMs = 5_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (r.received.length < n) return;
+          waiters.delete(check);
+          clearTimeout(timer);
+          resolve(r.received);
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`receiver: expected ${n} requests, got ${r.received.length}`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      });
     },
     close: () =>
       new Promise<void>((res) => {
@@ -67,6 +77,7 @@ export async function startReceiver(fallback: Reply = { status: 200, body: 'ok' 
         /* not JSON */
       }
       r.received.push({ path: req.url ?? '/', headers: req.headers, body, json, at: Date.now() });
+      for (const wake of [...waiters]) wake();
       const reply = r.queue.shift() ?? r.fallback;
       if (reply.hang) {
         hanging.add(res);
