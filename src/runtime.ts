@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { pino } from 'pino';
+import { type DestinationStream, pino } from 'pino';
 import { AccountViewCache } from './accounts/view-cache.js';
 import { buildApp } from './app.js';
 import { CloudProvider } from './channel/cloud/provider.js';
@@ -18,6 +18,7 @@ import { migrate } from './db/migrate.js';
 import { JobScheduler } from './jobs/scheduler.js';
 import { KeyAuthenticator } from './keys/service.js';
 import { type Clock, systemClock } from './lib/clock.js';
+import { serializeErr } from './lib/log-err.js';
 import { createLimiter } from './limits/index.js';
 import { DbUsageMeter } from './limits/usage.js';
 import { type DemoSeed, seedDemoIfEmpty } from './seed.js';
@@ -32,6 +33,8 @@ export interface RuntimeOptions {
   workers?: boolean;
   /** Usage batch period; 0 turns the timer off (tests flush explicitly). */
   usageFlushMs?: number;
+  /** Where log lines go (default stdout; tests read them). */
+  logDestination?: DestinationStream;
 }
 
 export interface Runtime {
@@ -62,10 +65,14 @@ function resolveAdminToken(config: Config): { token: string; generated: boolean 
 
 export async function startRuntime(config: Config, opts: RuntimeOptions = {}): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
-  const log = pino({
-    level: config.LOG_LEVEL,
-    redact: ['req.headers.authorization', '*.accessToken', '*.appSecret', '*.key', '*.secret'],
-  });
+  const log = pino(
+    {
+      level: config.LOG_LEVEL,
+      redact: ['req.headers.authorization', '*.accessToken', '*.appSecret', '*.key', '*.secret'],
+      serializers: { err: serializeErr },
+    },
+    opts.logDestination,
+  );
   const database = await openDatabase(config.database, { loadDataDir: opts.loadDataDir });
   await migrate(database.db);
   const admin = resolveAdminToken(config);
