@@ -21,6 +21,7 @@ import { laneServerFactory, MemoryLane } from './http/memory-lane.js';
 import { operatorDocument, publicDocument } from './http/openapi.js';
 import { requestLogger } from './http/request-logger.js';
 import type { ZodApp } from './http/schemas.js';
+import { findUnstorable } from './http/storable.js';
 import { installSpanishZodMessages } from './http/zod-es.js';
 import { messageRoutes } from './messages/routes.js';
 import type { Services } from './services.js';
@@ -50,7 +51,12 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // Validation keeps zod's issue paths as arrays (api.md §7: `path` is which field).
   // A path id that is not a UUID names nothing in the account: 404, as an unknown id does
   // (api.md §7 "Resource not in the account"), not a 400 the caller cannot act on differently.
+  // Query strings and path params are checked for unstorable text first (bodies were, when parsed).
   app.setValidatorCompiler<ZodType>(({ schema, httpPart }) => (data) => {
+    if (httpPart === 'querystring' || httpPart === 'params') {
+      const bad = findUnstorable(data);
+      if (bad) return { error: new ValidationError([bad]) };
+    }
     const r = schema.safeParse(data);
     if (r.success) return { value: r.data };
     if (httpPart === 'params') return { error: new ApiError('not_found') };
@@ -72,6 +78,15 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     if (h['content-length'] === '0' && h['transfer-encoding'] === undefined) delete h['content-type'];
     done();
   });
+  // Bodies are JSON whose text PostgreSQL can store, nested at most 32 levels.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, text, done) =>
+    parseJson(req, text as string, (err, body) => {
+      if (err) return done(err);
+      const bad = findUnstorable(body);
+      return bad ? done(new ValidationError([bad])) : done(null, body);
+    }),
+  );
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(async () => {
     throw new ApiError('route_not_found');
