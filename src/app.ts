@@ -78,7 +78,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     if (h['content-length'] === '0' && h['transfer-encoding'] === undefined) delete h['content-type'];
     done();
   });
-  // Bodies are JSON whose text PostgreSQL can store, nested at most 32 levels.
+  // JSON is the only body type (decisions.md: wrong Content-Type → 415); its text must be storable.
+  app.removeContentTypeParser('text/plain');
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, text, done) =>
     parseJson(req, text as string, (err, body) => {

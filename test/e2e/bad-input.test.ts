@@ -1,13 +1,13 @@
-// Bad input never reaches PostgreSQL (decisions.md "Naming and shapes"): text PostgreSQL cannot
-// store and JSON nested too deep are answered 400 before any query; a database error never writes
-// its query parameters to the log; the WhatsApp Cloud receiver keeps a customer's text it cannot
-// store as sent.
+// Bad input never reaches PostgreSQL (decisions.md "Naming and shapes" and "Endpoints"): text
+// PostgreSQL cannot store, JSON nested too deep and bodies that are not JSON are answered 400/415
+// before any query; a database error never writes its query parameters to the log; the WhatsApp
+// Cloud receiver keeps a customer's text it cannot store as sent.
 import { createHmac, randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { textFor } from '../../src/http/messages.es-AR.js';
-import { request, startTestApp, type TestAccount, type TestApp } from '../harness.js';
+import { ADMIN_TOKEN, request, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 /** Every line the runtime's logger writes (pino writes one JSON line per call). */
 const logLines: string[] = [];
@@ -125,6 +125,31 @@ describe('"JSON nesting deeper than 32 levels is a 400, whatever the route or he
     const flat = await acc.call('POST', '/contacts', nested(32));
     expect(flat.status).toBe(400);
     expect(problems(flat.body)).not.toContainEqual(expect.objectContaining({ message: TOO_DEEP }));
+  });
+});
+
+describe('"wrong Content-Type → 415" (decisions.md "Endpoints")', () => {
+  it('text/plain (even holding JSON), a form and no Content-Type: 415 with the catalogue text, nothing created', async () => {
+    const before = await contactCount();
+    const json = JSON.stringify({ phone: freshPhone() });
+    for (const res of [
+      await acc.call('POST', '/contacts', json, { 'content-type': 'text/plain' }),
+      await acc.call('POST', '/contacts', 'phone=5491155550000', { 'content-type': 'application/x-www-form-urlencoded' }),
+      await request(`${app.url}/admin/v1/accounts`, 'POST', 'Tienda', {
+        authorization: `Bearer ${ADMIN_TOKEN}`,
+        'content-type': 'text/plain; charset=utf-8',
+      }),
+    ]) {
+      expect(res.status).toBe(415);
+      expect(res.body).toEqual({ error: textFor('unsupported_media_type'), cause: null });
+    }
+    const bare = await fetch(`${app.url}/api/v1/contacts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${acc.key}` },
+      body: new TextEncoder().encode(json),
+    });
+    expect(bare.status).toBe(415);
+    expect(await contactCount()).toBe(before);
   });
 });
 
