@@ -5,7 +5,7 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { jsonSchemaTransform, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { ZodType } from 'zod';
+import type { ZodType, z } from 'zod';
 import { accountRoutes } from './accounts/routes.js';
 import { adminAuth } from './admin/auth.js';
 import { adminRoutes } from './admin/routes.js';
@@ -14,10 +14,11 @@ import { caseRoutes } from './cases/routes.js';
 import { cloudReceiverRoutes } from './channel/cloud/routes.js';
 import { contactRoutes } from './contacts/routes.js';
 import { errorHandler } from './http/error-handler.js';
-import { ApiError, ValidationError } from './http/errors.js';
+import { ApiError, ValidationError, type ValidationProblem } from './http/errors.js';
 import { installPublicGuards } from './http/guards.js';
 import { installIdempotency } from './http/idempotency.js';
 import { laneServerFactory, MemoryLane } from './http/memory-lane.js';
+import { textFor } from './http/messages.es-AR.js';
 import { operatorDocument, publicDocument } from './http/openapi.js';
 import { requestLogger } from './http/request-logger.js';
 import type { ZodApp } from './http/schemas.js';
@@ -30,6 +31,13 @@ import { templateRoutes } from './templates/routes.js';
 export const BODY_LIMIT = 1024 * 1024; // 1 MiB (decisions.md: larger → 413)
 
 installSpanishZodMessages();
+
+/** One problem per zod issue; an unknown key is a problem of its own, at its path (Stripe's "unknown parameter"). */
+function problemsOf(i: z.core.$ZodIssue): ValidationProblem[] {
+  const path = i.path.map((p) => (typeof p === 'number' ? p : String(p)));
+  if (i.code === 'unrecognized_keys') return i.keys.map((k) => ({ path: [...path, k], message: textFor('unknown_field') }));
+  return [{ path, message: i.message }];
+}
 
 export async function buildApp(services: Services): Promise<FastifyInstance> {
   const requestLogging = ['debug', 'trace'].includes(services.config.LOG_LEVEL);
@@ -60,11 +68,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     const r = schema.safeParse(data);
     if (r.success) return { value: r.data };
     if (httpPart === 'params') return { error: new ApiError('not_found') };
-    return {
-      error: new ValidationError(
-        r.error.issues.map((i) => ({ path: i.path.map((p) => (typeof p === 'number' ? p : String(p))), message: i.message })),
-      ),
-    };
+    return { error: new ValidationError(r.error.issues.flatMap(problemsOf)) };
   });
   // Responses are built by our own view functions: plain JSON.stringify, no second validation.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));

@@ -16,6 +16,7 @@ export const catalogue = {
     text: 'Este texto tiene un carácter que no podemos guardar (el carácter nulo \\u0000 o un sustituto UTF-16 suelto). Sacalo y probá de nuevo.',
   },
   json_too_deep: { status: 400, text: (p) => `El JSON anida más de ${p.max} niveles. Enviá una estructura más plana.` },
+  unknown_field: { status: 400, text: 'Este campo no existe. Revisá cómo se escribe o sacalo del pedido.' },
   // 401 / 402
   unauthorized: { status: 401, text: 'Falta la clave de API o no es válida. Revisá el encabezado Authorization: Bearer etk_live_…' },
   admin_unauthorized: { status: 401, text: 'Falta el token de operador o no es válido. Revisá el encabezado Authorization.' },

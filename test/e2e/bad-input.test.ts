@@ -1,7 +1,7 @@
 // Bad input never reaches PostgreSQL (decisions.md "Naming and shapes" and "Endpoints"): text
-// PostgreSQL cannot store, JSON nested too deep and bodies that are not JSON are answered 400/415
-// before any query; a database error never writes its query parameters to the log; the WhatsApp
-// Cloud receiver keeps a customer's text it cannot store as sent.
+// PostgreSQL cannot store, JSON nested too deep, bodies that are not JSON and fields that do not
+// exist are answered 400/415 before any query; a database error never writes its query
+// parameters to the log; the WhatsApp Cloud receiver keeps a customer's text it cannot store as sent.
 import { createHmac, randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { sql } from 'kysely';
@@ -31,6 +31,7 @@ afterAll(async () => {
 const problems = (body: { error: { message: string } }) =>
   JSON.parse(body.error.message) as { path: (string | number)[]; message: string }[];
 const UNSTORABLE = textFor('text_unstorable');
+const UNKNOWN = textFor('unknown_field');
 const TOO_DEEP = textFor('json_too_deep', { max: 32 });
 
 let phoneSeq = 0;
@@ -150,6 +151,49 @@ describe('"wrong Content-Type → 415" (decisions.md "Endpoints")', () => {
     });
     expect(bare.status).toBe(415);
     expect(await contactCount()).toBe(before);
+  });
+});
+
+describe('"Unknown fields in a request body → the validation 400 naming each one" (as Stripe\'s "unknown parameter")', () => {
+  it('public: {"nmae": "Ana"} on POST /contacts is a 400 at ["nmae"], not a contact without a name', async () => {
+    const before = await contactCount();
+    const res = await acc.call('POST', '/contacts', { phone: freshPhone(), nmae: 'Ana', atributes: {} });
+    expect(res.status).toBe(400);
+    expect(problems(res.body)).toEqual([
+      { path: ['nmae'], message: UNKNOWN },
+      { path: ['atributes'], message: UNKNOWN },
+    ]);
+    expect(await contactCount()).toBe(before);
+  });
+
+  it('public, nested: POST /messages names ["template","idd"] beside the other problems', async () => {
+    const res = await acc.call('POST', '/messages', { to: freshPhone(), template: { idd: '0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3e' } });
+    expect(res.status).toBe(400);
+    expect(problems(res.body)).toEqual(
+      expect.arrayContaining([
+        { path: ['template', 'idd'], message: UNKNOWN },
+        { path: ['template', 'id'], message: expect.any(String) },
+      ]),
+    );
+  });
+
+  it('operator, top level and nested: POST /accounts and the cloud object of a phone number', async () => {
+    const account = await app.admin('POST', '/accounts', { name: 'Tienda', plan: 'escala', plna: 'pro' });
+    expect(account.status).toBe(400);
+    expect(problems(account.body)).toEqual([{ path: ['plna'], message: UNKNOWN }]);
+    const number = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, {
+      phone: freshPhone(),
+      provider: 'cloud',
+      cloud: { phoneNumberId: '1', wabaId: '2', accessToken: 'EAAGx', appSecret: 'secret', verifyToken: 'vt', verifyTokn: 'vt' },
+    });
+    expect(number.status).toBe(400);
+    expect(problems(number.body)).toEqual([{ path: ['cloud', 'verifyTokn'], message: UNKNOWN }]);
+  });
+
+  it('records whose keys are data (attributes, variables) take any key', async () => {
+    const res = await acc.call('POST', '/contacts', { phone: freshPhone(), attributes: { nmae: 'libre' } });
+    expect(res.status).toBe(201);
+    expect(res.body.attributes).toEqual({ nmae: 'libre' });
   });
 });
 
