@@ -194,6 +194,13 @@ describe('"Unknown fields in a request body → the validation 400 naming each o
     const res = await acc.call('POST', '/contacts', { phone: freshPhone(), attributes: { nmae: 'libre' } });
     expect(res.status).toBe(201);
     expect(res.body.attributes).toEqual({ nmae: 'libre' });
+    // Past validation: the template id names no template of the account.
+    const send = await acc.call('POST', '/messages', {
+      to: freshPhone(),
+      template: { id: '0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3e', variables: { nmae: 'libre' } },
+    });
+    expect(send.status).toBe(404);
+    expect(send.body).toEqual({ error: textFor('template_not_found'), cause: null });
   });
 });
 
