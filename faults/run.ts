@@ -2,7 +2,7 @@
 // 1. SIGKILL under write load with deliveries pending → nothing acknowledged lost, every event delivered.
 // 2. PostgreSQL goes away under load → 503 in Spanish (never 500), readyz says so, recovers alone.
 // 3. Redis goes away → caps fail open with a log line, the API keeps serving, counters resume.
-// 4. Bad input generated from the OpenAPI document → count 5xx answers (goal 0).
+// 4. Bad input generated from the OpenAPI document and beyond it (faults/hostile.ts) → count 5xx answers (goal 0).
 // Each prints a one-line verdict with its numbers; docs/reliability.md records them.
 // PostgreSQL and Redis "go away" through a cuttable TCP proxy (faults/proxy.ts): to the server
 // that is exactly a restart (refused connects, cut sockets), and the machine's own servers stay up.
@@ -235,10 +235,10 @@ async function badInput() {
   const server = await startServer(env);
   try {
     const acc = await benchAccount(server.url, UNLIMITED, 'faults-fuzz');
-    const r = await fuzzOpenApi(server.url, acc.key, Number(process.env.FUZZ_REQUESTS ?? 6000));
+    const r = await fuzzOpenApi(server.url, acc.key, Number(process.env.FUZZ_REQUESTS ?? 6000), undefined, acc.id);
     verdict(
-      r.fiveXX === 0 && r.total >= 5000 && server.proc.exitCode === null,
-      `Bad input from the OpenAPI document: ${r.total} requests over ${r.operations} operations, ${r.fiveXX} answered 5xx${r.samples.length ? ` (e.g. ${r.samples.slice(0, 3).join('; ')})` : ''}; status mix ${JSON.stringify(r.byStatus)}`,
+      r.fiveXX === 0 && r.total >= 10_000 && server.proc.exitCode === null,
+      `Bad input from the OpenAPI document and beyond it: ${r.total} requests over ${r.operations} operations (${r.hostile} with NUL, lone surrogates, control characters, very long text, deep nesting or odd numbers), ${r.fiveXX} answered 5xx${r.samples.length ? ` (e.g. ${r.samples.slice(0, 3).join('; ')})` : ''}; status mix ${JSON.stringify(r.byStatus)}`,
     );
   } finally {
     await server.stop();

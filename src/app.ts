@@ -6,7 +6,7 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { jsonSchemaTransform, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { ZodType } from 'zod';
+import type { ZodType, z } from 'zod';
 import { accountRoutes } from './accounts/routes.js';
 import { adminAuth } from './admin/auth.js';
 import { adminRoutes } from './admin/routes.js';
@@ -15,12 +15,14 @@ import { caseRoutes } from './cases/routes.js';
 import { cloudReceiverRoutes } from './channel/cloud/routes.js';
 import { contactRoutes } from './contacts/routes.js';
 import { errorHandler } from './http/error-handler.js';
-import { ApiError, ValidationError } from './http/errors.js';
+import { ApiError, ValidationError, type ValidationProblem } from './http/errors.js';
 import { installPublicGuards } from './http/guards.js';
 import { installIdempotency } from './http/idempotency.js';
+import { textFor } from './http/messages.es-AR.js';
 import { operatorDocument, publicDocument } from './http/openapi.js';
 import { requestLogger } from './http/request-logger.js';
 import type { ZodApp } from './http/schemas.js';
+import { findUnstorable } from './http/storable.js';
 import { installSpanishZodMessages } from './http/zod-es.js';
 import { messageRoutes } from './messages/routes.js';
 import type { Services } from './services.js';
@@ -32,6 +34,13 @@ export const BODY_LIMIT = 1024 * 1024; // 1 MiB (decisions.md: larger → 413)
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
 installSpanishZodMessages();
+
+/** One problem per zod issue; an unknown key is a problem of its own, at its path (Stripe's "unknown parameter"). */
+function problemsOf(i: z.core.$ZodIssue): ValidationProblem[] {
+  const path = i.path.map((p) => (typeof p === 'number' ? p : String(p)));
+  if (i.code === 'unrecognized_keys') return i.keys.map((k) => ({ path: [...path, k], message: textFor('unknown_field') }));
+  return [{ path, message: i.message }];
+}
 
 export async function buildApp(services: Services): Promise<FastifyInstance> {
   const requestLogging = ['debug', 'trace'].includes(services.config.LOG_LEVEL);
@@ -50,15 +59,16 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // Validation keeps zod's issue paths as arrays (api.md §7: `path` is which field).
   // A path id that is not a UUID names nothing in the account: 404, as an unknown id does
   // (api.md §7 "Resource not in the account"), not a 400 the caller cannot act on differently.
+  // Query strings and path params are checked for unstorable text first (bodies were, when parsed).
   app.setValidatorCompiler<ZodType>(({ schema, httpPart }) => (data) => {
+    if (httpPart === 'querystring' || httpPart === 'params') {
+      const bad = findUnstorable(data);
+      if (bad) return { error: new ValidationError([bad]) };
+    }
     const r = schema.safeParse(data);
     if (r.success) return { value: r.data };
     if (httpPart === 'params') return { error: new ApiError('not_found') };
-    return {
-      error: new ValidationError(
-        r.error.issues.map((i) => ({ path: i.path.map((p) => (typeof p === 'number' ? p : String(p))), message: i.message })),
-      ),
-    };
+    return { error: new ValidationError(r.error.issues.flatMap(problemsOf)) };
   });
   // Responses are built by our own view functions: plain JSON.stringify, no second validation.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
@@ -72,6 +82,16 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     if (h['content-length'] === '0' && h['transfer-encoding'] === undefined) delete h['content-type'];
     done();
   });
+  // JSON is the only body type (decisions.md: wrong Content-Type → 415); its text must be storable.
+  app.removeContentTypeParser('text/plain');
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, text, done) =>
+    parseJson(req, text as string, (err, body) => {
+      if (err) return done(err);
+      const bad = findUnstorable(body);
+      return bad ? done(new ValidationError([bad])) : done(null, body);
+    }),
+  );
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(async () => {
     throw new ApiError('route_not_found');

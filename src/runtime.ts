@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { pino } from 'pino';
+import { type DestinationStream, pino } from 'pino';
 import { AccountViewCache } from './accounts/view-cache.js';
 import { buildApp } from './app.js';
 import { CloudProvider } from './channel/cloud/provider.js';
@@ -18,6 +18,7 @@ import { migrate } from './db/migrate.js';
 import { JobScheduler } from './jobs/scheduler.js';
 import { KeyAuthenticator } from './keys/service.js';
 import { type Clock, systemClock } from './lib/clock.js';
+import { serializeErr } from './lib/log-err.js';
 import { createLimiter } from './limits/index.js';
 import { DbUsageMeter } from './limits/usage.js';
 import { type DemoSeed, seedDemoIfEmpty } from './seed.js';
@@ -32,6 +33,8 @@ export interface RuntimeOptions {
   workers?: boolean;
   /** Usage batch period; 0 turns the timer off (tests flush explicitly). */
   usageFlushMs?: number;
+  /** Where log lines go (default stdout; tests read them). */
+  logDestination?: DestinationStream;
 }
 
 export interface Runtime {
@@ -66,10 +69,11 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     {
       level: config.LOG_LEVEL,
       redact: ['req.headers.authorization', '*.accessToken', '*.appSecret', '*.key', '*.secret'],
+      serializers: { err: serializeErr },
     },
     // Written as they happen: an asynchronous line could land after text the CLI prints on the
-    // same stdout (the start banner) although it was logged first.
-    pino.destination({ dest: 1, sync: true }),
+    // same stdout (the start banner) although it was logged first. Tests may pass their own.
+    opts.logDestination ?? pino.destination({ dest: 1, sync: true }),
   );
   const database = await openDatabase(config.database, { loadDataDir: opts.loadDataDir });
   await migrate(database.db);

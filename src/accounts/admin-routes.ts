@@ -6,7 +6,7 @@ import { PLAN_IDS } from '../limits/plans.js';
 import { LimitsOverride } from './schemas.js';
 import { accountBase, accountView, createAccount, getAccount, listAccounts, updateAccount } from './service.js';
 
-const AccountInput = z.object({
+const AccountInput = z.strictObject({
   name: z.string().trim().min(1).max(200),
   plan: z.enum(PLAN_IDS),
   limits: LimitsOverride.optional(),
@@ -32,7 +32,7 @@ export const accountAdminRoutes: RoutesFn = (app, s) => {
 
   app.post(
     '/accounts/:id/keys',
-    { schema: { tags: ['Operator'], params: IdParams, body: z.object({ name: z.string().trim().min(1).max(200) }) } },
+    { schema: { tags: ['Operator'], params: IdParams, body: z.strictObject({ name: z.string().trim().min(1).max(200) }) } },
     async (req, reply) => {
       const account = await getAccount(s.db, req.params.id);
       return reply.code(201).send(await createKey(s.db, account, req.body.name, s.clock.now()));

@@ -64,7 +64,7 @@ export function campaignView(c: CampaignRow): CampaignView {
 
 const AttrKey = z.string().regex(/^[A-Za-z0-9_]{1,64}$/, textFor('attribute_key_invalid'));
 
-export const CampaignInput = z.object({
+export const CampaignInput = z.strictObject({
   name: z.string().trim().min(1).max(200),
   templateId: Uuid.describe('An APPROVED template of the account'),
   variables: z
@@ -72,7 +72,9 @@ export const CampaignInput = z.object({
     .optional()
     .describe('Template variables; missing ones take each contact’s attribute, then the example'),
   audience: z
-    .object({ attributes: z.record(AttrKey, z.string().max(1000)).optional().describe('Contacts whose attributes equal all of these') })
+    .strictObject({
+      attributes: z.record(AttrKey, z.string().max(1000)).optional().describe('Contacts whose attributes equal all of these'),
+    })
     .optional(),
   phoneNumberId: Uuid.optional().describe('Number to send from; default: the account’s default connected number'),
   scheduledAt: z.iso.datetime({ offset: true }).optional().describe('When sending starts; omitted or past: at once'),

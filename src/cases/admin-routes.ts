@@ -6,7 +6,7 @@ import { createPipeline, listPipelines, PipelineInput } from './pipelines.js';
 import { OutcomeBody } from './routes.js';
 import { closeManually, getCaseView, setOutcome, setReasonByPerson } from './service.js';
 
-const By = z.object({ id: z.string().min(1).max(255), name: z.string().min(1).max(200) }).describe('The team member');
+const By = z.strictObject({ id: z.string().min(1).max(255), name: z.string().min(1).max(200) }).describe('The team member');
 const CaseParams = z.object({ id: Uuid, caseId: Uuid });
 
 export const caseAdminRoutes: RoutesFn = (app, s) => {
@@ -29,7 +29,7 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
   app.post(
     '/accounts/:id/cases/:caseId/close',
     // {by?}: the whole body is optional (Fastify hands a missing body to validation as null).
-    { schema: { tags: ['Operator'], params: CaseParams, body: z.object({ by: By.optional() }).nullish() } },
+    { schema: { tags: ['Operator'], params: CaseParams, body: z.strictObject({ by: By.optional() }).nullish() } },
     async (req) => {
       await getAccount(s.db, req.params.id);
       return closeManually(s, req.params.id, req.params.caseId, req.body?.by ?? null);
@@ -42,7 +42,7 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
       schema: {
         tags: ['Operator'],
         params: CaseParams,
-        body: z.object({
+        body: z.strictObject({
           reason: z.string().trim().min(1).max(200),
           subreason: z.string().trim().min(1).max(200).optional(),
           by: By.optional(),

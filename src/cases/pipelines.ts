@@ -45,10 +45,10 @@ export function pipelineView(p: PipelineRow, stages: StageRow[]): PipelineView {
 }
 
 export const PipelineInput = z
-  .object({
+  .strictObject({
     name: z.string().trim().min(1).max(200),
     stages: z
-      .array(z.object({ name: z.string().trim().min(1).max(200), kind: z.enum(STAGE_KINDS) }))
+      .array(z.strictObject({ name: z.string().trim().min(1).max(200), kind: z.enum(STAGE_KINDS) }))
       .min(1)
       .max(50),
     inactivityHours: z.number().int().min(1).max(8760).optional().describe('Default 24'),

@@ -7,7 +7,7 @@ import { getPipeline, listPipelines, PipelineView } from './pipelines.js';
 import { changeStage, getCaseView, listPipelineCases, setOutcome } from './service.js';
 import { CaseView } from './view.js';
 
-export const OutcomeBody = z.object({
+export const OutcomeBody = z.strictObject({
   result: z.enum(['won', 'lost']).describe('Sale (`won`) or loss (`lost`)'),
   amount: z.number().min(0).max(99_999_999_999_999).optional().describe('Amount of the sale'),
   currency: z
@@ -102,7 +102,7 @@ export const caseRoutes: RoutesFn = (app, s) => {
           'The stage must belong to the case’s pipeline (any pipeline of the account when the case is in none). Closed case → 409.',
         tags: ['Cases'],
         params: IdParams,
-        body: z.object({
+        body: z.strictObject({
           stageId: Uuid.describe('A stage of the case’s pipeline'),
           amount: z.number().min(0).max(99_999_999_999_999).optional().describe('Amount of the sale (won stages)'),
         }),

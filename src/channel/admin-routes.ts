@@ -16,7 +16,7 @@ import { canonicalPhone } from '../lib/phone.js';
 const secret = z.string().trim().min(1).max(1000);
 
 const CloudInput = z
-  .object({
+  .strictObject({
     phoneNumberId: z.string().trim().min(1).max(100).describe('Graph id of the number (metadata.phone_number_id)'),
     wabaId: z.string().trim().min(1).max(100).describe('WhatsApp Business Account id'),
     accessToken: secret.describe('Graph access token (never returned)'),
@@ -25,14 +25,14 @@ const CloudInput = z
   })
   .describe('WhatsApp Cloud API ids and secrets');
 
-const CreateInput = z.object({
+const CreateInput = z.strictObject({
   phone: z.string().describe('International format with country code').meta({ example: '+54 9 11 5555-0000' }),
   name: z.string().trim().max(200).optional(),
   provider: z.enum(['sandbox', 'cloud']).optional().describe('Default: CHANNEL_PROVIDER'),
   cloud: CloudInput.optional(),
 });
 
-const PatchInput = z.object({
+const PatchInput = z.strictObject({
   status: z.enum(['connected', 'disconnected']).optional(),
   default: z.boolean().optional().describe('true makes it the default number (the previous default stops being it)'),
 });

@@ -29,7 +29,7 @@ export const Attributes = z
   })
   .describe('Custom fields: keys of 1–64 letters, digits or _; values are text');
 
-export const ContactInput = z.object({
+export const ContactInput = z.strictObject({
   phone: PhoneInput.describe('International format with country code; spaces, hyphens and one leading + are accepted').meta({
     example: '+54 9 11 5555-5555',
   }),

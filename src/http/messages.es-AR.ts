@@ -10,6 +10,13 @@ export const catalogue = {
   unsupported_media_type: { status: 415, text: 'Enviá el cuerpo como JSON con Content-Type: application/json.' },
   route_not_found: { status: 404, text: 'Esa ruta no existe. Revisá el método y la dirección.' },
   method_not_allowed: { status: 405, text: 'Ese método no está permitido en esta ruta.' },
+  // 400 problems of any request, found before validation (used as the `message` of one problem)
+  text_unstorable: {
+    status: 400,
+    text: 'Este texto tiene un carácter que no podemos guardar (el carácter nulo \\u0000 o un sustituto UTF-16 suelto). Sacalo y probá de nuevo.',
+  },
+  json_too_deep: { status: 400, text: (p) => `El JSON anida más de ${p.max} niveles. Enviá una estructura más plana.` },
+  unknown_field: { status: 400, text: 'Este campo no existe. Revisá cómo se escribe o sacalo del pedido.' },
   // 401 / 402
   unauthorized: { status: 401, text: 'Falta la clave de API o no es válida. Revisá el encabezado Authorization: Bearer etk_live_…' },
   admin_unauthorized: { status: 401, text: 'Falta el token de operador o no es válido. Revisá el encabezado Authorization.' },

@@ -7,11 +7,11 @@ import { sendMessage } from './send.js';
 import { MessageRecord, messageView } from './view.js';
 
 const SendBody = z
-  .object({
+  .strictObject({
     to: z.string().describe('Recipient phone, international format with country code').meta({ example: '+54 9 11 5555-5555' }),
     text: z.string().min(1).max(4096).optional().describe('Free text: only within 24 h of the contact’s last inbound message'),
     template: z
-      .object({
+      .strictObject({
         id: Uuid.describe('An APPROVED template of the account'),
         variables: z
           .record(z.string(), z.string())

@@ -40,7 +40,7 @@ export const TemplateQuery = z.object({
   category: TemplateCategory.optional().describe('Only templates of this category'),
 });
 
-const VariableInput = z.object({
+const VariableInput = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9_]{1,64}$/, { message: textFor('attribute_key_invalid') }),
   label: z.string().max(200).optional(),
   example: z.string().max(1000).optional(),
@@ -52,7 +52,7 @@ const VariableInput = z.object({
  * variable absent from the body would be sent for nothing (the channel rejects both).
  */
 export const TemplateInput = z
-  .object({
+  .strictObject({
     name: z.string().trim().min(1).max(512),
     category: TemplateCategory,
     language: z
@@ -82,6 +82,6 @@ export const TemplateInput = z
     }
   });
 
-export const TemplatePatch = z.object({ status: TemplateStatus });
+export const TemplatePatch = z.strictObject({ status: TemplateStatus });
 
 export const TemplateParams = z.object({ id: Uuid, tid: Uuid });

@@ -70,7 +70,7 @@ export const webhookAdminRoutes: RoutesFn = (app, s) => {
       schema: {
         tags,
         params: IdParams,
-        body: z.object({ url: WebhookUrl, events: Events.optional() }),
+        body: z.strictObject({ url: WebhookUrl, events: Events.optional() }),
         response: { 201: WebhookView.extend({ secret: z.string().describe('whsec_… signing secret') }), ...errors(400, 402, 404) },
       },
     },
@@ -92,7 +92,7 @@ export const webhookAdminRoutes: RoutesFn = (app, s) => {
       schema: {
         tags,
         params: WebhookParams,
-        body: z.object({ url: WebhookUrl.optional(), events: Events.optional(), enabled: z.boolean().optional() }),
+        body: z.strictObject({ url: WebhookUrl.optional(), events: Events.optional(), enabled: z.boolean().optional() }),
         response: { 200: WebhookView, ...errors(400, 404) },
       },
     },

@@ -1,6 +1,7 @@
 // The Cloud API's JSON, both ways: the body of POST /{phone-number-id}/messages, and the webhook
 // payloads Meta posts to us (messages, statuses, template status updates). Pure functions, no I/O.
 
+import { storableText } from '../../http/storable.js';
 import type { DeliveryStatus } from '../../messages/status.js';
 import type { SendRequest } from '../types.js';
 
@@ -209,7 +210,12 @@ export function templateStatusFrom(event: unknown): TemplateStatus | 'DELETED' |
 const obj = (v: unknown): Record<string, any> | null =>
   v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, any>) : null;
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : typeof v === 'number' ? String(v) : undefined);
+// Every text we keep from Meta passes here. A customer's text is theirs to keep even when
+// PostgreSQL cannot store it as sent: NUL is dropped and a lone surrogate becomes U+FFFD.
+const str = (v: unknown): string | undefined => {
+  const s = typeof v === 'string' ? storableText(v) : typeof v === 'number' ? String(v) : '';
+  return s.length > 0 ? s : undefined;
+};
 
 /** Unix seconds (as Meta sends them, in a string) → Date; `fallback` when absent or malformed. */
 export function unixTime(v: unknown, fallback: Date): Date {
@@ -234,7 +240,8 @@ export function messageText(m: Record<string, any>): string | null {
     case 'location': {
       const named = [str(part?.name), str(part?.address)].filter(Boolean).join(', ');
       if (named) return named;
-      return part && part.latitude !== undefined && part.longitude !== undefined ? `${part.latitude},${part.longitude}` : null;
+      const [lat, long] = [str(part?.latitude), str(part?.longitude)];
+      return lat && long ? `${lat},${long}` : null;
     }
     case 'contacts': {
       const cards = arr(m.contacts).map(obj).filter(Boolean) as Record<string, any>[];

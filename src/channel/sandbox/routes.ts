@@ -35,7 +35,7 @@ const InboundTimestamp = z.union([z.string(), z.number()]).transform((v, ctx) =>
 });
 
 const InboundBody = z
-  .object({
+  .strictObject({
     accountId: Uuid,
     from: z.string().optional().describe('The customer phone, international format'),
     socialchat: z.string().trim().min(1).max(200).optional().describe('A social-channel user id instead of a phone'),
@@ -48,11 +48,11 @@ const InboundBody = z
     phoneNumberId: Uuid.optional().describe('The receiving number (default: the account default)'),
     wamid: z.string().trim().min(1).max(200).optional().describe('Provider message id (the same one twice is stored once)'),
     button: z
-      .object({ text: z.string().min(1).max(200), payload: z.string().max(1000).optional(), optOut: z.boolean().optional() })
+      .strictObject({ text: z.string().min(1).max(200), payload: z.string().max(1000).optional(), optOut: z.boolean().optional() })
       .optional()
       .describe('A tapped template button; optOut: true is the template opt-out button'),
     referral: z
-      .object({ id: z.string().max(200), headline: z.string().max(1000), sourceUrl: z.string().max(2000) })
+      .strictObject({ id: z.string().max(200), headline: z.string().max(1000), sourceUrl: z.string().max(2000) })
       .optional()
       .describe('The ad that brought the customer'),
   })
@@ -65,7 +65,7 @@ const InboundBody = z
     }
   });
 
-const StatusBody = z.object({
+const StatusBody = z.strictObject({
   wamid: z.string().trim().min(1).max(200),
   status: z.enum(['sent', 'delivered', 'read', 'failed']),
   code: z.number().int().optional().describe('Provider code (with failed)'),
