@@ -3,7 +3,7 @@
 // (commit) → provider.send outside any transaction → store wamid and `sent` → apply early reports.
 
 import { ProviderError } from '../channel/types.js';
-import { contactForSend } from '../contacts/service.js';
+import { contactForSend, markMarketingOptOut } from '../contacts/service.js';
 import { conversationFor, windowOpen } from '../conversations/service.js';
 import type { Db } from '../db/index.js';
 import type { AccountRow, PhoneNumberRow, TemplateRow, TemplateVariable } from '../db/types.js';
@@ -12,7 +12,7 @@ import { textFor } from '../http/messages.es-AR.js';
 import { isUuid, newId } from '../lib/ids.js';
 import { canonicalPhone } from '../lib/phone.js';
 import type { Services } from '../services.js';
-import { applyEarlyStatuses, MARKETING_BLOCKED, markMarketingOptOut } from './status.js';
+import { applyEarlyStatuses, MARKETING_BLOCKED } from './status.js';
 import { type MessageRecord, messageView } from './view.js';
 
 export interface SendInput {

@@ -2,7 +2,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/index.js';
 import { newId } from '../lib/ids.js';
-import { DELIVERY_QUOTA_RESOURCE } from './outbox.js';
+import { addUsageCounts, DELIVERY_QUOTA_RESOURCE } from '../limits/usage.js';
 
 export interface Claimed {
   id: string;
@@ -150,9 +150,8 @@ function attemptsAndDeliveries(results: AttemptResult[], now: Date) {
       RETURNING d.id, d.attempts),
     counted AS (
       -- A delivery moves from 0 to 1 attempt once, whoever records it: counted exactly once.
-      INSERT INTO usage_counters (account_id, period_start, resource, count)
-      SELECT v.account_id, v.count_in, ${DELIVERY_QUOTA_RESOURCE}::text, count(*)::int FROM moved JOIN v ON v.delivery_id = moved.id
-      WHERE moved.attempts = 1 AND v.count_in IS NOT NULL
-      GROUP BY v.account_id, v.count_in ORDER BY v.account_id
-      ON CONFLICT (account_id, period_start, resource) DO UPDATE SET count = usage_counters.count + excluded.count)`;
+      ${addUsageCounts(sql`
+        SELECT v.account_id, v.count_in, ${DELIVERY_QUOTA_RESOURCE}::text, count(*)::int FROM moved JOIN v ON v.delivery_id = moved.id
+        WHERE moved.attempts = 1 AND v.count_in IS NOT NULL
+        GROUP BY v.account_id, v.count_in ORDER BY v.account_id`)})`;
 }
