@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { openCaseForInbound } from '../cases/open.js';
+import { isOptOutPhrase } from '../contacts/opt-out.js';
 import { contactForInbound, contactView, fillProfileName, markOptedOut } from '../contacts/service.js';
 import type { Trx } from '../db/index.js';
 import type { PhoneNumberRow } from '../db/types.js';
@@ -18,7 +19,6 @@ import { canonicalPhone } from '../lib/phone.js';
 import { insertInboundMessage } from '../messages/service.js';
 import type { Services } from '../services.js';
 import { emitEvent } from '../webhooks/outbox.js';
-import { isOptOutPhrase } from './optout.js';
 import { conversationFor, touchInboundWindow } from './service.js';
 
 export interface InboundInput {

@@ -1,6 +1,7 @@
 // The Cloud API's JSON, both ways: the body of POST /{phone-number-id}/messages, and the webhook
 // payloads Meta posts to us (messages, statuses, template status updates). Pure functions, no I/O.
 
+import { isOptOutButton } from '../../contacts/opt-out.js';
 import type { DeliveryStatus } from '../../messages/status.js';
 import type { SendRequest } from '../types.js';
 
@@ -142,40 +143,6 @@ export interface ParseResult {
   items: ParsedItem[];
   /** Things we saw and did not turn into work (unknown fields, malformed entries): for logs. */
   skipped: string[];
-}
-
-/** Opt-out phrases (decisions.md, "Channel"): whole message, case- and accent-insensitive. */
-const OPT_OUT_PHRASES = new Set(['baja', 'stop', 'no recibir mas', 'darme de baja', 'desuscribir', 'cancelar suscripcion']);
-/** Texts and payloads of the templates' opt-out quick reply (Meta's marketing opt-out button too). */
-const OPT_OUT_BUTTONS = new Set([
-  'stop promotions',
-  'detener promociones',
-  'no recibir promociones',
-  'no quiero recibir mas',
-  'opt out',
-  'opt_out',
-  'optout',
-  'unsubscribe',
-  'stop_promotions',
-]);
-
-export const normalizePhrase = (s: string): string =>
-  s
-    .normalize('NFD')
-    .replace(/\p{Diacritic}/gu, '')
-    .toLowerCase()
-    .replace(/[\s_-]+/g, ' ')
-    .replace(/[.!¡?¿,;:]+/g, '')
-    .trim();
-
-/** A tapped quick reply is the opt-out button when its text or payload says so. */
-export function isOptOutButton(text: string | undefined, payload: string | undefined): boolean {
-  for (const v of [text, payload]) {
-    if (!v) continue;
-    const n = normalizePhrase(v);
-    if (OPT_OUT_PHRASES.has(n) || OPT_OUT_BUTTONS.has(n) || OPT_OUT_BUTTONS.has(n.replace(/ /g, '_'))) return true;
-  }
-  return false;
 }
 
 const STATUS_VALUES = new Set<DeliveryStatus>(['sent', 'delivered', 'read', 'failed']);
