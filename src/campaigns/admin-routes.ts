@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
-import { CampaignInput, campaignView, cancelCampaign, createCampaign, getCampaign, listCampaigns } from './service.js';
+import { CampaignInput } from './schemas.js';
+import { campaignView, cancelCampaign, createCampaign, getCampaign, listCampaigns } from './service.js';
 
 const CampaignParams = z.object({ id: Uuid, campaignId: Uuid });
 
