@@ -5,7 +5,7 @@ import type { Services } from '../../services.js';
 import { type ChannelProvider, ProviderError, type SendRequest, type SendResult } from '../types.js';
 import { providerErrorFrom } from './errors.js';
 import { GraphClient } from './graph.js';
-import { buildSendBody, wamidFrom } from './payload.js';
+import { buildSendBody, wamidFrom } from './send-body.js';
 
 export interface CloudProviderOptions {
   /** Defaults: GRAPH_API_URL, connect 5 s, whole request GRAPH_TIMEOUT_MS (15 s). */

@@ -6,7 +6,7 @@ import type { Services } from '../../services.js';
 import { applyChannelTemplateChange, saveChannelTemplates, templateView } from '../../templates/service.js';
 import { providerErrorFrom } from './errors.js';
 import type { GraphClient } from './graph.js';
-import { type ParsedTemplateUpdate, type TemplateStatus, templateStatusFrom } from './payload.js';
+import { type ParsedTemplateUpdate, type TemplateStatus, templateStatusFrom } from './webhook.js';
 
 /** One template as Graph lists it (GET /{waba-id}/message_templates). */
 export interface GraphTemplate {
