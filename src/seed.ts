@@ -1,4 +1,4 @@
-// The demo account of an empty database (issue 2: "Start like a product"). `npm start` on a new
+// The demo account of an empty database, so a first start has something to try. `npm start` on a new
 // DATA_DIR creates it and prints its key and ready curl lines (src/cli/main.ts). It goes through
 // the same service functions as the operator API, so a demo row is never shaped differently.
 import { sql } from 'kysely';

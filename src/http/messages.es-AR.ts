@@ -157,7 +157,7 @@ export const catalogue = {
     status: 400,
     text: 'Mandá timestamp como fecha ISO 8601 (por ejemplo 2026-11-22T12:00:00.000Z) o como segundos Unix.',
   },
-  // 400 problems of POST /contacts, Idempotency-Key and templates (issue 2)
+  // 400 problems of POST /contacts, Idempotency-Key and templates
   attribute_key_invalid: {
     status: 400,
     text: 'Las claves de atributos tienen de 1 a 64 caracteres: letras sin acento, números o _. Renombrá la clave.',
@@ -176,14 +176,14 @@ export const catalogue = {
     status: 409,
     text: 'Esa entrega no se envió porque se terminó la cuota mensual de entregas de webhook, y no se puede reenviar.',
   },
-  // 400 problems of webhook URLs (issue 4, used with invalid())
+  // 400 problems of webhook URLs (used with invalid())
   webhook_url_scheme: { status: 400, text: 'La URL del webhook tiene que empezar con http:// o https://. Revisala.' },
   webhook_url_private: {
     status: 400,
     text: 'La URL del webhook apunta a una dirección privada o local. Usá una dirección pública de internet.',
   },
   webhook_url_unresolvable: { status: 400, text: 'No encontramos el servidor de la URL del webhook. Revisá el nombre del dominio.' },
-  // 400 problems of pipelines and cases (issue 2, used in zod refinements)
+  // 400 problems of pipelines and cases (used in zod refinements)
   pipeline_needs_open_stage: { status: 400, text: 'Agregá al menos una etapa de tipo open: ahí entran los casos nuevos.' },
   currency_invalid: { status: 400, text: 'Usá un código de moneda de 3 letras, por ejemplo ARS o USD.' },
   database_unavailable: {

@@ -89,7 +89,7 @@ export const FAILING_DISABLE_MS = 5 * 24 * 60 * 60 * 1000;
 /**
  * Records a batch of finished attempts. The usual batch (every URL answered 2xx) is one
  * statement, atomic on its own: under load each round trip costs more than the rows it writes,
- * and a transaction made it five (BEGIN, three statements, COMMIT).
+ * and a transaction would take five (BEGIN, three statements, COMMIT).
  */
 export async function recordAttempts(db: Db, results: AttemptResult[], now: Date): Promise<void> {
   if (results.length === 0) return;

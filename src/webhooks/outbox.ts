@@ -88,8 +88,8 @@ export async function emitEvent(trx: Executor, e: NewEvent, now: Date): Promise<
   const limit = effectiveLimits(row.plan, row.limits).webhookDeliveriesPerMonth;
   if (limit === null) {
     // No quota to keep (countsAtFirstAttempt): the month's count is added when each delivery's
-    // first attempt is recorded. Counting here held the account's one counter row locked until
-    // commit, so every writer of the account queued on it (≈500 events/s at most).
+    // first attempt is recorded. Counting here would hold the account's one counter row locked
+    // until commit, so every writer of the account would queue on it.
     await insertDeliveries(e, id, row.subs, row.subs.length, now).execute(trx);
     return id;
   }

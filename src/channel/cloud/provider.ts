@@ -1,4 +1,4 @@
-// The WhatsApp Cloud API provider (issue 5): sends through Graph's POST /{phone-number-id}/messages
+// The WhatsApp Cloud API provider: sends through Graph's POST /{phone-number-id}/messages
 // with the number's own access token, and turns Graph's errors into ProviderErrors (api.md §7).
 // Never retried here: a timeout may still have sent the message (POST /messages is not idempotent).
 import { providerReason } from '../../http/messages.es-AR.js';

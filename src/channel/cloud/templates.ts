@@ -1,4 +1,4 @@
-// Templates from the WhatsApp Business Account (issue 5): import with paging, and keep their
+// Templates from the WhatsApp Business Account: import with paging, and keep their
 // status current from message_template_status_update webhooks.
 import type { PhoneNumberRow, TemplateRow, TemplateVariable } from '../../db/types.js';
 import { ApiError } from '../../http/errors.js';
