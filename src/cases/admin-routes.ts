@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
-import { createPipeline, listPipelines, PipelineInput } from './pipelines.js';
+import { addPipeline, listPipelines, PipelineInput } from './pipelines.js';
 import { OutcomeBody } from './routes.js';
 import { closeManually, getCaseView, setOutcome, setReasonByPerson } from './service.js';
 
@@ -15,7 +15,7 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
     { schema: { summary: 'Create a pipeline with its stages', tags: ['Operator'], params: IdParams, body: PipelineInput } },
     async (req, reply) => {
       await getAccount(s.db, req.params.id);
-      const view = await s.db.transaction().execute((trx) => createPipeline(trx, req.params.id, req.body, s.clock.now()));
+      const view = await addPipeline(s.db, req.params.id, req.body, s.clock.now());
       return reply.code(201).send(view);
     },
   );
