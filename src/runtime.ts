@@ -91,7 +91,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     auth: new KeyAuthenticator(database.db, clock),
     accountViews: new AccountViewCache(database.db, usage, clock),
     channels,
-    dispatcher: { wake() {} },
+    dispatcher: { wake() {}, runOnce: async () => 0 },
     adminToken: admin.token,
   };
   const dispatcher = new WebhookDispatcher(services);

@@ -1,12 +1,12 @@
-// The demo account of an empty database (issue 2: "Start like a product"). `npm start` on a new
+// The demo account of an empty database, so a first start has something to try. `npm start` on a new
 // DATA_DIR creates it and prints its key and ready curl lines (src/cli/main.ts). It goes through
 // the same service functions as the operator API, so a demo row is never shaped differently.
 import { sql } from 'kysely';
 import { createAccount } from './accounts/service.js';
 import { createPipeline } from './cases/pipelines.js';
+import { insertPhoneNumber } from './channel/phone-numbers.js';
 import type { Db } from './db/index.js';
 import { createKey } from './keys/service.js';
-import { newId } from './lib/ids.js';
 import { createTemplate, type NewTemplate } from './templates/service.js';
 
 /** Advisory lock of the seed: two processes starting on one empty database seed once. */
@@ -61,20 +61,12 @@ export async function seedDemoIfEmpty(db: Db, now: Date): Promise<DemoSeed | nul
     const any = await trx.selectFrom('accounts').select('id').limit(1).executeTakeFirst();
     if (any) return null;
     const account = await createAccount(trx, { name: DEMO_ACCOUNT_NAME, plan: 'escala' }, now);
-    const phoneNumberId = newId();
-    await trx
-      .insertInto('phone_numbers')
-      .values({
-        id: phoneNumberId,
-        account_id: account.id,
-        phone: DEMO_PHONE,
-        name: 'Demo (sandbox)',
-        provider: 'sandbox',
-        status: 'connected',
-        is_default: true,
-        created_at: now,
-      })
-      .execute();
+    const number = await insertPhoneNumber(
+      trx,
+      account.id,
+      { phone: DEMO_PHONE, name: 'Demo (sandbox)', provider: 'sandbox', isDefault: true },
+      now,
+    );
     const templates = [];
     for (const t of DEMO_TEMPLATES) {
       const row = await createTemplate(trx, account.id, t, now);
@@ -93,7 +85,7 @@ export async function seedDemoIfEmpty(db: Db, now: Date): Promise<DemoSeed | nul
       },
       now,
     );
-    return { account, phoneNumberId, pipelineId: pipeline.id, templates };
+    return { account, phoneNumberId: number.id, pipelineId: pipeline.id, templates };
   });
   if (!seeded) return null;
   // createKey runs its own transaction (the plan's key maximum is checked there).

@@ -11,6 +11,8 @@ import type { Limiter, UsageMeter } from './limits/types.js';
 export interface Dispatcher {
   /** A writer committed new deliveries: look now instead of at the next poll. */
   wake(): void;
+  /** Attempts everything due now and records it; resolves with how many attempts were made. */
+  runOnce(): Promise<number>;
 }
 
 export interface Services {

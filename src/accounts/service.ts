@@ -1,29 +1,13 @@
 // Accounts: plan, per-account limit overrides, and the account view of GET /me and the operator API.
+
+import { type PhoneNumberView, readPhoneNumbers } from '../channel/phone-numbers.js';
 import type { Executor } from '../db/index.js';
-import type { AccountRow, PhoneNumberRow } from '../db/types.js';
+import type { AccountRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
 import { effectiveLimits, type Limits } from '../limits/plans.js';
 import type { UsageMeter, UsageSnapshot } from '../limits/types.js';
 import type { Services } from '../services.js';
-
-export interface PhoneNumberView {
-  id: string;
-  phone: string;
-  name: string | null;
-  provider: string;
-  status: string;
-  default: boolean;
-}
-
-export const phoneNumberView = (p: PhoneNumberRow): PhoneNumberView => ({
-  id: p.id,
-  phone: p.phone,
-  name: p.name,
-  provider: p.provider,
-  status: p.status,
-  default: p.is_default,
-});
 
 export const accountBase = (a: AccountRow) => ({
   id: a.id,
@@ -82,11 +66,6 @@ export async function updateAccount(
 
 /** Every account, oldest first (the operator's list). */
 export const listAccounts = (db: Executor): Promise<AccountRow[]> => db.selectFrom('accounts').selectAll().orderBy('id').execute();
-
-export const readPhoneNumbers = async (db: Executor, accountId: string): Promise<PhoneNumberView[]> =>
-  (await db.selectFrom('phone_numbers').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute()).map(
-    phoneNumberView,
-  );
 
 /** The account with limits, usage and phone numbers (decisions.md, "GET /me"). */
 export const accountViewOf = (account: AccountRow, usage: UsageSnapshot, phoneNumbers: PhoneNumberView[]) => ({

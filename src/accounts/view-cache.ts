@@ -11,12 +11,14 @@
 // - anything else (other processes, webhook deliveries) shows within the TTL, well inside the
 //   half minute api.md §8 allows the usage counter to lag.
 // The operator's account view always reads the database.
+
+import { type PhoneNumberView, readPhoneNumbers } from '../channel/phone-numbers.js';
 import type { Db } from '../db/index.js';
 import type { AccountRow } from '../db/types.js';
 import type { Clock } from '../lib/clock.js';
 import { quotaPeriodAt } from '../limits/period.js';
 import type { UsageMeter, UsageSnapshot } from '../limits/types.js';
-import { type AccountView, accountViewOf, type PhoneNumberView, readPhoneNumbers } from './service.js';
+import { type AccountView, accountViewOf } from './service.js';
 
 export const ACCOUNT_VIEW_TTL_MS = 2_000;
 const MAX_ENTRIES = 10_000;

@@ -5,10 +5,22 @@ import type { RoutesFn } from '../http/schemas.js';
 import { runJob } from '../jobs/scheduler.js';
 
 export const jobAdminRoutes: RoutesFn = (app, s) => {
-  app.post('/jobs/:name/run', { schema: { tags: ['Operator'], params: z.object({ name: z.string() }) } }, async (req) => {
-    // Waits for a scheduled run of the same job in progress, then runs: `changed` is this run's.
-    const changed = await runJob(s, req.params.name, { wait: true });
-    if (changed === null) throw new ApiError('job_not_found');
-    return { ran: req.params.name, changed };
-  });
+  app.post(
+    '/jobs/:name/run',
+    {
+      schema: {
+        summary: 'Run a periodic job now: case-timeouts, campaigns, webhooks or idempotency-keys',
+        description:
+          'Waits for a run in progress, then runs once and answers how many rows it changed. One runner per job across processes.',
+        tags: ['Operator'],
+        params: z.object({ name: z.string() }),
+      },
+    },
+    async (req) => {
+      // Waits for a scheduled run of the same job in progress, then runs: `changed` is this run's.
+      const changed = await runJob(s, req.params.name, { wait: true });
+      if (changed === null) throw new ApiError('job_not_found');
+      return { ran: req.params.name, changed };
+    },
+  );
 };

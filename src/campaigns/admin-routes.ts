@@ -2,28 +2,52 @@
 import { z } from 'zod';
 import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
-import { CampaignInput, campaignView, cancelCampaign, createCampaign, getCampaign, listCampaigns } from './service.js';
+import { CampaignInput } from './schemas.js';
+import { campaignView, cancelCampaign, createCampaign, getCampaign, listCampaigns } from './service.js';
 
 const CampaignParams = z.object({ id: Uuid, campaignId: Uuid });
 
 export const campaignAdminRoutes: RoutesFn = (app, s) => {
-  app.post('/accounts/:id/campaigns', { schema: { tags: ['Operator'], params: IdParams, body: CampaignInput } }, async (req, reply) => {
-    const account = await getAccount(s.db, req.params.id);
-    return reply.code(201).send(await createCampaign(s, account, req.body));
-  });
+  app.post(
+    '/accounts/:id/campaigns',
+    {
+      schema: {
+        summary: 'Create a campaign (sending starts at scheduledAt, or at once)',
+        tags: ['Operator'],
+        params: IdParams,
+        body: CampaignInput,
+      },
+    },
+    async (req, reply) => {
+      const account = await getAccount(s.db, req.params.id);
+      return reply.code(201).send(await createCampaign(s, account, req.body));
+    },
+  );
 
-  app.get('/accounts/:id/campaigns', { schema: { tags: ['Operator'], params: IdParams } }, async (req) => {
-    await getAccount(s.db, req.params.id);
-    return { data: await listCampaigns(s.db, req.params.id) };
-  });
+  app.get(
+    '/accounts/:id/campaigns',
+    { schema: { summary: "The account's campaigns", tags: ['Operator'], params: IdParams } },
+    async (req) => {
+      await getAccount(s.db, req.params.id);
+      return { data: await listCampaigns(s.db, req.params.id) };
+    },
+  );
 
-  app.get('/accounts/:id/campaigns/:campaignId', { schema: { tags: ['Operator'], params: CampaignParams } }, async (req) => {
-    await getAccount(s.db, req.params.id);
-    return campaignView(await getCampaign(s.db, req.params.id, req.params.campaignId));
-  });
+  app.get(
+    '/accounts/:id/campaigns/:campaignId',
+    { schema: { summary: 'One campaign', tags: ['Operator'], params: CampaignParams } },
+    async (req) => {
+      await getAccount(s.db, req.params.id);
+      return campaignView(await getCampaign(s.db, req.params.id, req.params.campaignId));
+    },
+  );
 
-  app.post('/accounts/:id/campaigns/:campaignId/cancel', { schema: { tags: ['Operator'], params: CampaignParams } }, async (req) => {
-    await getAccount(s.db, req.params.id);
-    return cancelCampaign(s, req.params.id, req.params.campaignId);
-  });
+  app.post(
+    '/accounts/:id/campaigns/:campaignId/cancel',
+    { schema: { summary: 'Cancel a campaign', tags: ['Operator'], params: CampaignParams } },
+    async (req) => {
+      await getAccount(s.db, req.params.id);
+      return cancelCampaign(s, req.params.id, req.params.campaignId);
+    },
+  );
 };

@@ -1,7 +1,8 @@
 // GET /campaigns and /campaigns/{id} (api.md §4, decisions.md "Endpoints").
 import { z } from 'zod';
 import { errors, IdParams, type RoutesFn } from '../http/schemas.js';
-import { CampaignView, campaignView, getCampaign, listCampaigns } from './service.js';
+import { CampaignView } from './schemas.js';
+import { campaignView, getCampaign, listCampaigns } from './service.js';
 
 export const campaignRoutes: RoutesFn = (app, s) => {
   app.get(

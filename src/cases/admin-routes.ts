@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
-import { createPipeline, listPipelines, PipelineInput } from './pipelines.js';
+import { addPipeline, listPipelines, PipelineInput } from './pipelines.js';
 import { OutcomeBody } from './routes.js';
 import { closeManually, getCaseView, setOutcome, setReasonByPerson } from './service.js';
 
@@ -10,18 +10,26 @@ const By = z.strictObject({ id: z.string().min(1).max(255), name: z.string().min
 const CaseParams = z.object({ id: Uuid, caseId: Uuid });
 
 export const caseAdminRoutes: RoutesFn = (app, s) => {
-  app.post('/accounts/:id/pipelines', { schema: { tags: ['Operator'], params: IdParams, body: PipelineInput } }, async (req, reply) => {
-    await getAccount(s.db, req.params.id);
-    const view = await s.db.transaction().execute((trx) => createPipeline(trx, req.params.id, req.body, s.clock.now()));
-    return reply.code(201).send(view);
-  });
+  app.post(
+    '/accounts/:id/pipelines',
+    { schema: { summary: 'Create a pipeline with its stages', tags: ['Operator'], params: IdParams, body: PipelineInput } },
+    async (req, reply) => {
+      await getAccount(s.db, req.params.id);
+      const view = await addPipeline(s.db, req.params.id, req.body, s.clock.now());
+      return reply.code(201).send(view);
+    },
+  );
 
-  app.get('/accounts/:id/pipelines', { schema: { tags: ['Operator'], params: IdParams } }, async (req) => {
-    await getAccount(s.db, req.params.id);
-    return listPipelines(s.db, req.params.id, { limit: 200 });
-  });
+  app.get(
+    '/accounts/:id/pipelines',
+    { schema: { summary: "The account's pipelines", tags: ['Operator'], params: IdParams } },
+    async (req) => {
+      await getAccount(s.db, req.params.id);
+      return listPipelines(s.db, req.params.id, { limit: 200 });
+    },
+  );
 
-  app.get('/accounts/:id/cases/:caseId', { schema: { tags: ['Operator'], params: CaseParams } }, async (req) => {
+  app.get('/accounts/:id/cases/:caseId', { schema: { summary: 'One case', tags: ['Operator'], params: CaseParams } }, async (req) => {
     await getAccount(s.db, req.params.id);
     return getCaseView(s.db, req.params.id, req.params.caseId);
   });
@@ -29,7 +37,14 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
   app.post(
     '/accounts/:id/cases/:caseId/close',
     // {by?}: the whole body is optional (Fastify hands a missing body to validation as null).
-    { schema: { tags: ['Operator'], params: CaseParams, body: z.strictObject({ by: By.optional() }).nullish() } },
+    {
+      schema: {
+        summary: 'Close a case by hand (closeReason manual)',
+        tags: ['Operator'],
+        params: CaseParams,
+        body: z.strictObject({ by: By.optional() }).nullish(),
+      },
+    },
     async (req) => {
       await getAccount(s.db, req.params.id);
       return closeManually(s, req.params.id, req.params.caseId, req.body?.by ?? null);
@@ -40,6 +55,7 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/cases/:caseId/reason',
     {
       schema: {
+        summary: 'Classify a case by hand (reasonSource person)',
         tags: ['Operator'],
         params: CaseParams,
         body: z.strictObject({
@@ -58,7 +74,14 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
   // A sale or loss marked in the chat by a team member (outcomeSource `person`).
   app.post(
     '/accounts/:id/cases/:caseId/outcome',
-    { schema: { tags: ['Operator'], params: CaseParams, body: OutcomeBody.extend({ by: By.optional() }) } },
+    {
+      schema: {
+        summary: 'A sale or loss marked by a person (outcomeSource person)',
+        tags: ['Operator'],
+        params: CaseParams,
+        body: OutcomeBody.extend({ by: By.optional() }),
+      },
+    },
     async (req) => {
       await getAccount(s.db, req.params.id);
       const { by, ...outcome } = req.body;

@@ -2,7 +2,7 @@
 // is its default: new cases open in its first `open` stage.
 import { sql } from 'kysely';
 import { z } from 'zod';
-import type { Executor, Trx } from '../db/index.js';
+import type { Db, Executor, Trx } from '../db/index.js';
 import type { PipelineRow, StageRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { textFor } from '../http/messages.es-AR.js';
@@ -62,6 +62,10 @@ export const PipelineInput = z
     }
   });
 export type PipelineInput = z.infer<typeof PipelineInput>;
+
+/** POST /admin/v1/accounts/{id}/pipelines: the pipeline and its stages in one transaction. */
+export const addPipeline = (db: Db, accountId: string, input: PipelineInput, now: Date): Promise<PipelineView> =>
+  db.transaction().execute((trx) => createPipeline(trx, accountId, input, now));
 
 export async function createPipeline(trx: Trx, accountId: string, input: PipelineInput, now: Date): Promise<PipelineView> {
   // One writer per account at a time decides which pipeline is the default.

@@ -193,6 +193,75 @@ export async function contactForSend(
 }
 
 /**
+ * The contact who wrote (the inbound path): found by phone (or social user), else created
+ * (`created` true). A concurrent first message of the same person is absorbed by the unique index.
+ * A customer who writes is never refused: the plan's contact limit does not apply here.
+ */
+export async function contactForInbound(
+  trx: Trx,
+  accountId: string,
+  key: { phone: string } | { socialchat: string },
+  now: Date,
+): Promise<{ contact: ContactRow; created: boolean }> {
+  const find = () => {
+    const q = trx.selectFrom('contacts').selectAll().where('account_id', '=', accountId);
+    return ('phone' in key ? q.where('phone', '=', key.phone) : q.where('socialchat_id', '=', key.socialchat))
+      .forUpdate()
+      .executeTakeFirst();
+  };
+  const existing = await find();
+  if (existing) return { contact: existing, created: false };
+  const inserted = await trx
+    .insertInto('contacts')
+    .values({
+      id: newId(),
+      account_id: accountId,
+      phone: 'phone' in key ? key.phone : null,
+      socialchat_id: 'socialchat' in key ? key.socialchat : null,
+      created_at: now,
+      updated_at: now,
+    })
+    .onConflict((oc) => oc.doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  if (inserted) return { contact: inserted, created: true };
+  const raced = await find();
+  if (!raced) throw new Error('inbound contact vanished after a conflicting insert');
+  return { contact: raced, created: false };
+}
+
+/** The channel's profile name fills an empty name; a name the business set is kept. */
+export async function fillProfileName(trx: Trx, contact: ContactRow, profileName: string | undefined, now: Date): Promise<ContactRow> {
+  const name = profileName?.trim();
+  if (!name || contact.name !== '') return contact;
+  return trx
+    .updateTable('contacts')
+    .set({ name: name.slice(0, 120), updated_at: now })
+    .where('id', '=', contact.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The contact unsubscribed (api.md §3 "Contact opt-out"): no more sends to it. */
+export const markOptedOut = (trx: Trx, contactId: string, now: Date): Promise<ContactRow> =>
+  trx
+    .updateTable('contacts')
+    .set({ opted_out: true, updated_at: now })
+    .where('id', '=', contactId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+
+/** Provider code 131050: the contact stopped accepting marketing (decisions.md "Channel"). */
+export async function markMarketingOptOut(trx: Trx, contactId: string, now: Date): Promise<void> {
+  await trx
+    .updateTable('contacts')
+    .set({ marketing_opt_out: true, updated_at: now })
+    .where('id', '=', contactId)
+    .where('marketing_opt_out', '=', false)
+    .execute();
+}
+
+/**
  * POST /contacts (api.md §4): create or update by canonical phone; a new contact emits
  * `contact.created` with source `api` in the same transaction (outbox).
  */

@@ -10,16 +10,16 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { openCaseForInbound } from '../cases/open.js';
-import { contactView } from '../contacts/service.js';
+import { isOptOutPhrase } from '../contacts/opt-out.js';
+import { contactForInbound, contactView, fillProfileName, markOptedOut } from '../contacts/service.js';
 import type { Trx } from '../db/index.js';
-import type { ContactRow, PhoneNumberRow } from '../db/types.js';
+import type { PhoneNumberRow } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
-import { newId } from '../lib/ids.js';
 import { canonicalPhone } from '../lib/phone.js';
+import { insertInboundMessage } from '../messages/service.js';
 import type { Services } from '../services.js';
 import { emitEvent } from '../webhooks/outbox.js';
-import { isOptOutPhrase } from './optout.js';
-import { conversationFor } from './service.js';
+import { conversationFor, touchInboundWindow } from './service.js';
 
 export interface InboundInput {
   accountId: string;
@@ -93,43 +93,6 @@ async function existingByWamid(db: Services['db'] | Trx, accountId: string, wami
   return m ? { messageId: m.id, contactId: m.contact_id, conversationId: m.conversation_id, duplicate: true } : null;
 }
 
-/**
- * The contact who wrote: found by phone (or social user), else created (`created` true). A
- * concurrent first message of the same person is absorbed by the unique index.
- */
-async function contactForInbound(
-  trx: Trx,
-  accountId: string,
-  key: { phone: string } | { socialchat: string },
-  now: Date,
-): Promise<{ contact: ContactRow; created: boolean }> {
-  const find = () => {
-    const q = trx.selectFrom('contacts').selectAll().where('account_id', '=', accountId);
-    return ('phone' in key ? q.where('phone', '=', key.phone) : q.where('socialchat_id', '=', key.socialchat))
-      .forUpdate()
-      .executeTakeFirst();
-  };
-  const existing = await find();
-  if (existing) return { contact: existing, created: false };
-  const inserted = await trx
-    .insertInto('contacts')
-    .values({
-      id: newId(),
-      account_id: accountId,
-      phone: 'phone' in key ? key.phone : null,
-      socialchat_id: 'socialchat' in key ? key.socialchat : null,
-      created_at: now,
-      updated_at: now,
-    })
-    .onConflict((oc) => oc.doNothing())
-    .returningAll()
-    .executeTakeFirst();
-  if (inserted) return { contact: inserted, created: true };
-  const raced = await find();
-  if (!raced) throw new Error('inbound contact vanished after a conflicting insert');
-  return { contact: raced, created: false };
-}
-
 export async function receiveInbound(s: Services, input: InboundInput): Promise<InboundResult> {
   const social = input.socialchat !== undefined && input.socialchat !== '';
   let key: { phone: string } | { socialchat: string };
@@ -152,17 +115,9 @@ export async function receiveInbound(s: Services, input: InboundInput): Promise<
       const number = await receivingNumber(trx, input.accountId, input.phoneNumberId);
       if (!number && !social) throw new ApiError('no_connected_number');
 
-      let { contact, created } = await contactForInbound(trx, input.accountId, key, now);
-      // The profile name fills an empty name; a name the business set is kept.
-      const profileName = input.name?.trim();
-      if (profileName && contact.name === '') {
-        contact = await trx
-          .updateTable('contacts')
-          .set({ name: profileName.slice(0, 120), updated_at: now })
-          .where('id', '=', contact.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
-      }
+      const found = await contactForInbound(trx, input.accountId, key, now);
+      let contact = await fillProfileName(trx, found.contact, input.name, now);
+      const created = found.created;
       if (created) {
         await emitEvent(
           trx,
@@ -178,38 +133,25 @@ export async function receiveInbound(s: Services, input: InboundInput): Promise<
       const channel = social ? 'socialchat' : 'whatsapp';
       const phoneNumberId = social ? (input.phoneNumberId ? (number?.id ?? null) : null) : number!.id;
       const conv = await conversationFor(trx, { accountId: input.accountId, contactId: contact.id, phoneNumberId, channel }, now);
-      // The window starts at the provider timestamp of the latest inbound message: an old
-      // timestamp (a late or re-ordered delivery) never shrinks it.
-      const conversation = await trx
-        .updateTable('conversations')
-        .set({ last_inbound_at: sql`GREATEST(last_inbound_at, ${input.timestamp}::timestamptz)` })
-        .where('id', '=', conv.id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      const conversation = await touchInboundWindow(trx, conv.id, input.timestamp);
 
       const to = social ? (number && input.phoneNumberId ? number.phone : null) : number!.phone;
-      const message = await trx
-        .insertInto('messages')
-        .values({
-          id: newId(),
+      const message = await insertInboundMessage(
+        trx,
+        {
           account_id: input.accountId,
           conversation_id: conversation.id,
           contact_id: contact.id,
           phone_number_id: phoneNumberId,
-          direction: 'inbound',
           type: input.type,
           text: input.text,
           to_phone: to,
           wamid,
-          status: 'received',
           source: social ? 'socialchat' : 'inbound',
           provider_timestamp: input.timestamp,
-          created_at: now,
-          updated_at: now,
-        })
-        .onConflict((oc) => oc.column('wamid').where('wamid', 'is not', null).doNothing())
-        .returning('id')
-        .executeTakeFirst();
+        },
+        now,
+      );
       if (!message) throw new AlreadyStored();
 
       const silent = SILENT_TYPES.has(input.type);
@@ -243,12 +185,7 @@ export async function receiveInbound(s: Services, input: InboundInput): Promise<
       // Opt-out: the template's opt-out button, or a message that is nothing but an opt-out phrase.
       const via = input.button?.optOut ? 'button' : !silent && isOptOutPhrase(input.text) ? 'keyword' : null;
       if (via && !contact.opted_out) {
-        contact = await trx
-          .updateTable('contacts')
-          .set({ opted_out: true, updated_at: now })
-          .where('id', '=', contact.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
+        contact = await markOptedOut(trx, contact.id, now);
         await emitEvent(
           trx,
           {

@@ -11,7 +11,7 @@ const FASTIFY_CODES: Record<string, ConstructorParameters<typeof ApiError>[0]> =
   FST_ERR_CTP_INVALID_TYPE: 'unsupported_media_type',
 };
 
-/** A lost or refused database connection: answer 503, not 500 (issue "faults"). */
+/** A lost or refused database connection: answer 503 (try again), not 500. */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | null;
   if (!e) return false;

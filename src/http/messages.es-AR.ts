@@ -143,6 +143,12 @@ export const catalogue = {
   inbound_from_or_socialchat: { status: 400, text: 'Enviá from (teléfono) o socialchat (usuario de la red social): uno de los dos.' },
   inbound_text_required: { status: 400, text: 'Un mensaje de tipo text necesita text.' },
   timestamp_future: { status: 400, text: 'La fecha no puede estar en el futuro. Mandá la hora en que el cliente escribió.' },
+  // 400 problems of phone fields (lib/phone.ts, used with invalid())
+  phone_length: { status: 400, text: 'El teléfono tiene que tener entre 6 y 32 caracteres, en formato internacional.' },
+  phone_format: {
+    status: 400,
+    text: 'Revisá el número: tiene que estar en formato internacional, con código de país (por ejemplo +54 9 11 5555-5555).',
+  },
   // 400 problems of the operator's phone numbers (acceptance sweep, used with invalid())
   phone_number_keep_default: {
     status: 400,
@@ -161,7 +167,7 @@ export const catalogue = {
     status: 400,
     text: 'Mandá timestamp como fecha ISO 8601 (por ejemplo 2026-11-22T12:00:00.000Z) o como segundos Unix.',
   },
-  // 400 problems of POST /contacts, Idempotency-Key and templates (issue 2)
+  // 400 problems of POST /contacts, Idempotency-Key and templates
   attribute_key_invalid: {
     status: 400,
     text: 'Las claves de atributos tienen de 1 a 64 caracteres: letras sin acento, números o _. Renombrá la clave.',
@@ -180,14 +186,14 @@ export const catalogue = {
     status: 409,
     text: 'Esa entrega no se envió porque se terminó la cuota mensual de entregas de webhook, y no se puede reenviar.',
   },
-  // 400 problems of webhook URLs (issue 4, used with invalid())
+  // 400 problems of webhook URLs (used with invalid())
   webhook_url_scheme: { status: 400, text: 'La URL del webhook tiene que empezar con http:// o https://. Revisala.' },
   webhook_url_private: {
     status: 400,
     text: 'La URL del webhook apunta a una dirección privada o local. Usá una dirección pública de internet.',
   },
   webhook_url_unresolvable: { status: 400, text: 'No encontramos el servidor de la URL del webhook. Revisá el nombre del dominio.' },
-  // 400 problems of pipelines and cases (issue 2, used in zod refinements)
+  // 400 problems of pipelines and cases (used in zod refinements)
   pipeline_needs_open_stage: { status: 400, text: 'Agregá al menos una etapa de tipo open: ahí entran los casos nuevos.' },
   currency_invalid: { status: 400, text: 'Usá un código de moneda de 3 letras, por ejemplo ARS o USD.' },
   database_unavailable: {
@@ -220,6 +226,68 @@ export const providerCodeText = (code: number | null): string =>
   code === null
     ? 'El proveedor no pudo entregar el mensaje.'
     : (providerCodes[code] ?? `El proveedor no pudo entregar el mensaje (código ${code}).`);
+
+/**
+ * Reasons the channel provider refused or failed a send (ProviderError.reason): shown inside the
+ * provider_* texts above, so they start in lower case and read as the end of a sentence.
+ */
+const providerReasons = {
+  unexpected: 'el proveedor no respondió como esperábamos',
+  cloud_not_connected:
+    'el número no tiene completa su conexión con la API de WhatsApp Cloud (phoneNumberId y accessToken). Volvé a conectarlo con esos datos.',
+  cloud_no_wamid: 'Meta no devolvió el id del mensaje',
+  graph_timeout: 'Meta no respondió a tiempo',
+  graph_unreachable: 'no pudimos conectarnos con Meta',
+  graph_failed: 'falló la conexión con Meta',
+  graph_window: 'pasaron más de 24 horas desde el último mensaje del contacto',
+  graph_template_refused: (p) => `Meta la rechazó: ${p.text}`,
+  graph_status: (p) => `Meta respondió con estado ${p.status}`,
+  graph_text_code: (p) => `${p.text} (código ${p.code})`,
+} as const satisfies Record<string, Text>;
+
+export type ProviderReason = keyof typeof providerReasons;
+
+export function providerReason(code: ProviderReason, params: Record<string, string | number> = {}): string {
+  const t: Text = providerReasons[code];
+  return typeof t === 'function' ? t(params) : t;
+}
+
+/** Graph error codes that say "try again later": throughput, pair rate limit, Graph service trouble. */
+export const graphTemporaryReasons: Readonly<Record<number, string>> = {
+  1: 'Meta tuvo un error desconocido',
+  2: 'el servicio de Meta no está disponible',
+  4: 'la app llegó a su límite de llamadas a Meta',
+  80007: 'la cuenta de WhatsApp llegó a su límite de llamadas a Meta',
+  130429: 'se alcanzó el límite de envíos por segundo del número en Meta',
+  131000: 'Meta tuvo un error interno',
+  131016: 'el servicio de WhatsApp no está disponible',
+  131056: 'se enviaron demasiados mensajes seguidos a este mismo contacto',
+  133004: 'el servidor de WhatsApp no está disponible',
+};
+
+/** Graph error codes of account problems: what the operator has to fix (the API answers 502 with it). */
+export const graphAccountReasons: Readonly<Record<number, string>> = {
+  0: 'Meta no aceptó el token de acceso del número. Generá un token nuevo en la app de Meta y actualizalo en la conexión del número.',
+  3: 'la app de Meta no tiene permiso para enviar. Dale el permiso whatsapp_business_messaging al token del número.',
+  10: 'la app de Meta no tiene permiso para enviar. Dale el permiso whatsapp_business_messaging al token del número.',
+  190: 'Meta rechazó el token de acceso del número (venció o fue revocado). Generá un token de sistema nuevo y actualizalo en la conexión del número.',
+  368: 'Meta bloqueó temporalmente la cuenta de WhatsApp por incumplir sus políticas. Revisá los avisos en el Administrador de WhatsApp.',
+  131031: 'Meta bloqueó la cuenta de WhatsApp Business. Revisá el estado de la cuenta y sus avisos en el Administrador de WhatsApp.',
+  131042: 'la cuenta de WhatsApp Business tiene un problema de pago. Agregá o revisá el método de pago en el Administrador de WhatsApp.',
+  131045: 'el número no está registrado en la API de WhatsApp Cloud. Registralo desde la app de Meta y probá de nuevo.',
+  133010: 'el número no está registrado en la API de WhatsApp Cloud. Registralo desde la app de Meta y probá de nuevo.',
+};
+
+/** Graph error codes of template refusals (the subject, "la plantilla", is the caller's text). */
+export const graphTemplateReasons: Readonly<Record<number, string>> = {
+  132000: 'la cantidad de variables no coincide con la plantilla aprobada en Meta: enviá todas las variables',
+  132001: 'no existe en Meta con ese nombre e idioma: sincronizá las plantillas y revisá el idioma',
+  132005: 'el texto con las variables supera el largo permitido: acortá los valores',
+  132007: 'el contenido no cumple las políticas de Meta',
+  132012: 'el formato de las variables no coincide con la plantilla aprobada en Meta',
+  132015: 'está pausada en Meta por baja calidad: revisala en el Administrador de WhatsApp o usá otra',
+  132016: 'está deshabilitada en Meta: usá otra plantilla',
+};
 
 export function textFor(code: ErrorCode, params: Record<string, string | number> = {}): string {
   const t: Text = catalogue[code].text;

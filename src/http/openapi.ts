@@ -30,41 +30,6 @@ const OPERATOR_TAGS: Record<string, string> = {
   channel: 'Receivers called by the WhatsApp Cloud API (signed with X-Hub-Signature-256; no bearer token).',
 };
 
-/** Summaries for operator routes whose schema has none (operator-api.md wording). */
-const OPERATOR_SUMMARIES: Record<string, string> = {
-  'post /admin/v1/accounts': 'Create an account {name, plan, limits?}',
-  'get /admin/v1/accounts': 'List the accounts',
-  'get /admin/v1/accounts/{id}': 'An account with limits, usage and phone numbers (as GET /me)',
-  'patch /admin/v1/accounts/{id}': 'Change name, plan or limit overrides',
-  'post /admin/v1/accounts/{id}/keys': 'Create an API key (the key is returned only here)',
-  'get /admin/v1/accounts/{id}/keys': 'List the API keys (no secrets)',
-  'delete /admin/v1/accounts/{id}/keys/{keyId}': 'Revoke an API key (401 from then on)',
-  'post /admin/v1/accounts/{id}/templates': 'Create a template (status PENDING unless given)',
-  'patch /admin/v1/accounts/{id}/templates/{tid}': "Move a template's status",
-  'delete /admin/v1/accounts/{id}/templates/{tid}': 'Delete a template (sending it then answers 404)',
-  'post /admin/v1/accounts/{id}/webhooks': 'Register a webhook URL (returns its secret)',
-  'get /admin/v1/accounts/{id}/webhooks': 'List the webhook URLs',
-  'get /admin/v1/accounts/{id}/webhooks/{wid}': 'One webhook URL',
-  'patch /admin/v1/accounts/{id}/webhooks/{wid}': 'Change URL or events; enable or disable',
-  'delete /admin/v1/accounts/{id}/webhooks/{wid}': 'Delete a webhook URL',
-  'post /admin/v1/accounts/{id}/webhooks/{wid}/rotate-secret': 'New secret (the old one keeps signing for 24 h)',
-  'post /admin/v1/accounts/{id}/webhooks/{wid}/test': 'Queue a test message.received (test: true)',
-  'get /admin/v1/accounts/{id}/webhooks/{wid}/deliveries': 'The delivery log (cursor pages)',
-  'get /admin/v1/accounts/{id}/webhooks/{wid}/deliveries/{did}': 'One delivery with every attempt',
-  'post /admin/v1/accounts/{id}/webhooks/{wid}/deliveries/{did}/redeliver': 'Send a delivery again',
-  'post /admin/v1/accounts/{id}/pipelines': 'Create a pipeline with its stages',
-  'get /admin/v1/accounts/{id}/pipelines': "The account's pipelines",
-  'get /admin/v1/accounts/{id}/cases/{caseId}': 'One case',
-  'post /admin/v1/accounts/{id}/cases/{caseId}/close': 'Close a case by hand (closeReason manual)',
-  'post /admin/v1/accounts/{id}/cases/{caseId}/reason': 'Classify a case by hand (reasonSource person)',
-  'post /admin/v1/accounts/{id}/cases/{caseId}/outcome': 'A sale or loss marked by a person (outcomeSource person)',
-  'post /admin/v1/accounts/{id}/campaigns': 'Create a campaign (sending starts at scheduledAt, or at once)',
-  'get /admin/v1/accounts/{id}/campaigns': "The account's campaigns",
-  'get /admin/v1/accounts/{id}/campaigns/{campaignId}': 'One campaign',
-  'post /admin/v1/accounts/{id}/campaigns/{campaignId}/cancel': 'Cancel a campaign',
-  'post /admin/v1/jobs/{name}/run': 'Run a periodic job now: case-timeouts, campaigns, webhooks',
-};
-
 const phoneCheck = canonicalPhone('12');
 /** A real validation text of the phone check, for the 400 example. */
 const PHONE_PROBLEM = phoneCheck.ok ? '' : phoneCheck.message;
@@ -318,8 +283,7 @@ export function publicDocument(full: Json): Json {
 /** The operator document (/admin/v1/openapi.json): operator API, sandbox, channel receivers. */
 export function operatorDocument(full: Json): Json {
   const paths = pick(full.paths ?? {}, (p) => p.startsWith('/admin/v1/') || p.startsWith('/channels/'));
-  for (const [path, method, op] of operations(paths)) {
-    op.summary ??= OPERATOR_SUMMARIES[`${method} ${path}`];
+  for (const [path, , op] of operations(paths)) {
     if (path.startsWith('/admin/v1/')) op.security = [{ operatorToken: [] }];
     const res401 = {
       description: 'Missing or wrong operator token',

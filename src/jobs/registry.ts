@@ -1,18 +1,12 @@
 // Periodic jobs (operator-api.md: POST /admin/v1/jobs/{name}/run). Each returns how many rows it
 // changed. The scheduler runs them on their own period; one runner per cluster (advisory lock).
-import { runCampaigns } from '../campaigns/service.js';
+import { runCampaigns } from '../campaigns/sender.js';
 import { runCaseTimeouts } from '../cases/timeouts.js';
 import { applyDueSandboxReports } from '../channel/sandbox/provider.js';
 import { purgeIdempotencyKeys } from '../http/idempotency.js';
 import { purgeEarlyStatuses } from '../messages/status.js';
-import type { Services } from '../services.js';
 import { webhooksJob } from '../webhooks/job.js';
-
-export interface Job {
-  /** Milliseconds between scheduled runs. */
-  everyMs: number;
-  run(s: Services): Promise<number>;
-}
+import type { Job } from './types.js';
 
 export const jobs: Record<string, Job> = {
   webhooks: webhooksJob,
@@ -25,7 +19,7 @@ export const jobs: Record<string, Job> = {
       return runCaseTimeouts(s);
     },
   },
-  // Starts due campaigns, sends a paced batch, completes finished ones (campaigns/service.ts).
+  // Starts due campaigns, sends a paced batch, completes finished ones (campaigns/sender.ts).
   campaigns: { everyMs: 2_000, run: runCampaigns },
   // Deletes Idempotency-Key rows past their 24 hours (http/idempotency.ts).
   'idempotency-keys': { everyMs: 3_600_000, run: purgeIdempotencyKeys },

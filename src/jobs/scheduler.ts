@@ -1,10 +1,19 @@
 // Runs the periodic jobs of jobs/registry.ts on their period, one runner per cluster: each run
 // takes a PostgreSQL advisory lock for its job, so two processes never run the same job at once.
+import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Services } from '../services.js';
-import { type Job, jobs } from './registry.js';
+import { jobs } from './registry.js';
+import type { Job } from './types.js';
 
-const LOCK_BASE = 4_242_100;
+/**
+ * The advisory-lock id of a job: a function of its name only (the first 32 bits of sha256 over a
+ * fixed namespace and the name), so processes of two releases that list the jobs in another order
+ * still take the same lock for the same job.
+ */
+export function jobLockId(name: string): number {
+  return createHash('sha256').update(`chasqui:job:${name}`).digest().readInt32BE(0);
+}
 
 /** Runs in flight per service container and job: one run of a job at a time in a process. */
 const inFlight = new WeakMap<Services, Map<string, Promise<number>>>();
@@ -37,7 +46,7 @@ export function runJob(s: Services, name: string, opts: { wait?: boolean } = {})
 }
 
 async function runLocked(s: Services, name: string, job: Job, wait: boolean): Promise<number> {
-  const lockId = LOCK_BASE + Object.keys(jobs).indexOf(name);
+  const lockId = jobLockId(name);
   if (s.dbKind !== 'postgres') return job.run(s);
   // Session-level lock on one pooled connection, held for the run.
   return s.db.connection().execute(async (conn) => {

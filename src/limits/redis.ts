@@ -16,12 +16,9 @@
 // windows start at a key's first hit and read the process time, and a send must consume two
 // caps atomically.
 //
-// Leases (docs/limits.md): a busy account does not pay a round trip per request. When the
-// script admits a request it may grant this process a few more request-and-call tokens of the
-// same window, at most 1/16 of what is left under each cap, so near a cap every request is
-// decided in Redis again and the cap stays exact. The lease size doubles while leases run out
-// within their second and halves when they do not; unused tokens go back to Redis when a lease
-// ends. Sends (POST /messages) always ask Redis.
+// Leases (leases.ts): a busy account does not pay a round trip per request; near a cap every
+// request is decided in Redis again. Sends (POST /messages) always ask Redis. The scripts are in
+// redis-scripts.ts.
 //
 // Failure mode: Redis unreachable → fail open to the per-process memory limiter (each process
 // still enforces its own share), one error log per outage, back to Redis when it reconnects.
@@ -29,101 +26,11 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
 import { INVALID_KEYS_PER_MINUTE, IP_BLOCK_MS, outcome, type Verdict, WINDOW_MS, windowStart } from './caps.js';
+import { LEASE_MS, LEASE_SHARE, Leases } from './leases.js';
 import { MemoryLimiter } from './memory.js';
 import { type Period, quotaPeriodAt } from './period.js';
+import { type AdmitReply, defineLimitsCommands, type LimitsCommands } from './redis-scripts.js';
 import type { AccountLimitsCtx, AdmitOptions, CapOutcome, Limiter, RecordedApiCalls } from './types.js';
-
-// KEYS: req, msg, calls, block. ARGV: requestCap, messageCap, isMessage, quota, windowTtlMs,
-// skipQuota, now (-1 = no cap), tokens wanted (≥ 1), share divisor. Returns {verdict, requests,
-// messages, apiCalls, granted}; verdict 0 ok, 1 request cap, 2 message cap, 3 quota, 4 the
-// quota counter needs seeding from the database, 5 the IP is blocked (apiCalls = until).
-// `granted` tokens (≥ 1, this request's included) were counted on the request and quota counters.
-const ADMIT_LUA = `
-local reqCap = tonumber(ARGV[1])
-local msgCap = tonumber(ARGV[2])
-local isMsg = ARGV[3] == '1'
-local quota = tonumber(ARGV[4])
-local ttl = tonumber(ARGV[5])
-local skipQuota = ARGV[6] == '1'
-local blockedUntil = redis.call('GET', KEYS[4])
-if blockedUntil and tonumber(blockedUntil) > tonumber(ARGV[7]) then return {5, 0, 0, tonumber(blockedUntil), 0} end
-local req = tonumber(redis.call('GET', KEYS[1]) or '0')
-if reqCap >= 0 and req + 1 > reqCap then return {1, req, 0, 0, 0} end
-local msg = 0
-if isMsg then
-  msg = tonumber(redis.call('GET', KEYS[2]) or '0')
-  if msgCap >= 0 and msg + 1 > msgCap then return {2, req, msg, 0, 0} end
-end
-local calls = redis.call('GET', KEYS[3])
-if calls then
-  calls = tonumber(calls)
-  if quota >= 0 and calls >= quota then return {3, req, msg, calls, 0} end
-elseif not skipQuota then
-  return {4, req, msg, 0, 0}
-end
-local grant = tonumber(ARGV[8])
-local div = tonumber(ARGV[9])
-if reqCap >= 0 then grant = math.min(grant, math.max(1, math.floor((reqCap - req) / div))) end
-if calls and quota >= 0 then grant = math.min(grant, math.max(1, math.floor((quota - calls) / div))) end
-req = redis.call('INCRBY', KEYS[1], grant)
-redis.call('PEXPIRE', KEYS[1], ttl)
-if isMsg then
-  msg = redis.call('INCR', KEYS[2])
-  redis.call('PEXPIRE', KEYS[2], ttl)
-end
-if calls then calls = redis.call('INCRBY', KEYS[3], grant) else calls = 0 end
-return {0, req, msg, calls, grant}
-`;
-
-// KEYS: req, calls. ARGV: unused tokens of a lease. Gives them back (never below zero).
-const RETURN_LUA = `
-for i = 1, 2 do
-  local cur = redis.call('GET', KEYS[i])
-  if cur then redis.call('DECRBY', KEYS[i], math.min(tonumber(ARGV[1]), tonumber(cur))) end
-end
-return 0
-`;
-
-// KEYS: bad, block. ARGV: now, windowMs, max, blockMs, ttlMs. Returns 0 counted, 1 this hit
-// blocks the IP, 2 the IP was already blocked (not counted).
-const INVALID_KEY_LUA = `
-local now = tonumber(ARGV[1])
-local blockedUntil = redis.call('GET', KEYS[2])
-if blockedUntil and tonumber(blockedUntil) > now then return 2 end
-local start = tonumber(redis.call('HGET', KEYS[1], 's') or '-1')
-local n
-if start < 0 or now - start >= tonumber(ARGV[2]) or now < start then
-  redis.call('HSET', KEYS[1], 's', now, 'n', 1)
-  n = 1
-else
-  n = redis.call('HINCRBY', KEYS[1], 'n', 1)
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-if n > tonumber(ARGV[3]) then
-  redis.call('SET', KEYS[2], now + tonumber(ARGV[4]), 'PX', ARGV[5])
-  redis.call('DEL', KEYS[1])
-  return 1
-end
-return 0
-`;
-
-// KEYS: calls. ARGV: recorded. Raises the quota counter to what the database recorded (calls
-// counted while Redis was down, or 402s of a plan without API); never lowers it.
-const RAISE_LUA = `
-local cur = redis.call('GET', KEYS[1])
-if not cur then return 0 end
-local diff = tonumber(ARGV[1]) - tonumber(cur)
-if diff > 0 then redis.call('INCRBY', KEYS[1], diff) end
-return diff
-`;
-
-type AdmitReply = [number, number, number, number, number];
-interface LimitsCommands {
-  chasquiAdmit(req: string, msg: string, calls: string, block: string, ...args: (string | number)[]): Promise<AdmitReply>;
-  chasquiReturn(req: string, calls: string, tokens: number): Promise<number>;
-  chasquiInvalidKey(bad: string, block: string, ...args: (string | number)[]): Promise<number>;
-  chasquiRaise(calls: string, recorded: number): Promise<number>;
-}
 
 const KEY_TTL_MS = 2 * WINDOW_MS;
 const PERIOD_TTL_EXTRA_MS = 35 * 24 * 60 * 60 * 1000;
@@ -133,31 +40,6 @@ const VERDICTS: Verdict[] = ['ok', 'requests', 'messages', 'quota', 'ok', 'block
 const MAX_KNOWN_BLOCKS = 10_000;
 /** How often (real time) each process reconciles an account's quota counter with the database. */
 const RECONCILE_MS = 60_000;
-/** A lease's lifetime (real time): unused tokens go back to Redis after it. */
-export const LEASE_MS = 1_000;
-const MAX_LEASE = 4_096;
-/** A lease takes at most this fraction (1/n) of what is left under a cap. */
-const LEASE_SHARE = 16;
-
-/** Tokens this process holds for one account's window (requests and API calls alike). */
-interface Lease {
-  win: number;
-  period: number;
-  reqKey: string;
-  callsKey: string;
-  /** Tokens not used yet. */
-  left: number;
-  /** The shared request counter right after the grant (it includes the whole grant). */
-  counted: number;
-  /** API calls counter right after the grant. */
-  calls: number;
-  /** Real time the lease ends. */
-  until: number;
-  /** The caps it was granted under: a changed override (PATCH limits) ends it. */
-  rpm: number | null;
-  quota: number | null;
-}
-
 export interface RedisLimiterOptions {
   url: string;
   prefix: string;
@@ -186,11 +68,7 @@ export class RedisLimiter implements Limiter {
   private knownBlocks = new Map<string, number>();
   /** Last reconciliation with the database per quota counter key (real time). */
   private reconciled = new Map<string, number>();
-  private leases = new Map<string, Lease>();
-  /** Grants being asked for, per account. */
-  private renewals = new Map<string, Promise<unknown>>();
-  /** Tokens to ask for on an account's next grant (adapts to its traffic in this process). */
-  private leaseSize = new Map<string, number>();
+  private readonly leases: Leases;
   private readonly sweep: NodeJS.Timeout;
   /** Waiting for the end of an outage (`whenShared`). */
   private backOnRedis: (() => void)[] = [];
@@ -201,18 +79,18 @@ export class RedisLimiter implements Limiter {
     this.log = opts.log;
     this.recordedApiCalls = opts.recordedApiCalls;
     this.fallback = new MemoryLimiter(opts.clock, opts.recordedApiCalls);
-    this.redis = new Redis(opts.url, {
+    const connection = new Redis(opts.url, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       commandTimeout: opts.commandTimeoutMs ?? 500,
       connectTimeout: 2_000,
       // Keep trying forever, at most every 2 s: the limiter recovers by itself.
       retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2_000),
-    }) as Redis & LimitsCommands;
-    this.redis.defineCommand('chasquiAdmit', { numberOfKeys: 4, lua: ADMIT_LUA });
-    this.redis.defineCommand('chasquiReturn', { numberOfKeys: 2, lua: RETURN_LUA });
-    this.redis.defineCommand('chasquiInvalidKey', { numberOfKeys: 2, lua: INVALID_KEY_LUA });
-    this.redis.defineCommand('chasquiRaise', { numberOfKeys: 1, lua: RAISE_LUA });
+    });
+    this.redis = defineLimitsCommands(connection);
+    this.leases = new Leases((lease) => {
+      if (this.redis.status === 'ready') this.redis.chasquiReturn(lease.reqKey, lease.callsKey, lease.left).catch(() => {});
+    });
     let settle: () => void = () => {};
     this.firstContact = new Promise<void>((resolve) => {
       settle = resolve;
@@ -241,7 +119,7 @@ export class RedisLimiter implements Limiter {
       const [ip, until] = message.split(' ');
       if (ip && Number(until) > 0) this.rememberBlock(ip, Number(until));
     });
-    this.sweep = setInterval(() => this.endLeases(false), LEASE_MS);
+    this.sweep = setInterval(() => this.leases.endExpired(false), LEASE_MS);
     this.sweep.unref();
   }
 
@@ -326,25 +204,14 @@ export class RedisLimiter implements Limiter {
     // Nothing to count for an account without caps or quota (its usage is the database's).
     if (rpm === null && quota === null && (!opts.message || mpm === null)) return outcome(ctx, now, 'ok', 0, 0);
     if (opts.message) return this.admitRemote(ctx, opts, now);
-    const lease = this.leases.get(ctx.accountId);
-    if (lease && lease.left > 0 && lease.win === windowStart(now) && lease.period === quotaPeriodAt(now).start.getTime()) {
-      if (Date.now() < lease.until && lease.rpm === rpm && lease.quota === quota) {
-        lease.left -= 1;
-        return outcome(ctx, now, 'ok', lease.counted - lease.left, lease.calls - lease.left);
-      }
-    }
+    const leased = this.leases.take(ctx.accountId, now, rpm, quota);
+    if (leased) return outcome(ctx, now, 'ok', leased.requests, leased.calls);
     // One grant in flight per account: requests arriving meanwhile wait for it and take from it,
     // rather than each asking Redis and replacing the others' leases.
-    const renewing = this.renewals.get(ctx.accountId);
+    const renewing = this.leases.renewal(ctx.accountId);
     if (renewing) return renewing.then(() => this.admit(ctx, opts));
     const asked = this.admitRemote(ctx, opts, now);
-    this.renewals.set(
-      ctx.accountId,
-      asked.then(
-        () => this.renewals.delete(ctx.accountId),
-        () => this.renewals.delete(ctx.accountId),
-      ),
-    );
+    this.leases.renewing(ctx.accountId, asked);
     return asked;
   }
 
@@ -359,11 +226,11 @@ export class RedisLimiter implements Limiter {
       this.key('block', opts.ip),
     ] as const;
     const { requestsPerMinute: rpm, messagesPerMinute: mpm, apiCallsPerMonth: quota } = ctx.limits;
-    const wanted = opts.message ? 1 : this.nextLeaseSize(ctx.accountId);
+    const wanted = opts.message ? 1 : this.leases.nextSize(ctx.accountId);
     // A request that is not a send got here because its lease is used up, over, or granted under
     // other caps: give back what is left first (the same connection keeps the order), so the
     // decision below counts only requests actually served.
-    if (!opts.message) this.endLease(ctx.accountId);
+    if (!opts.message) this.leases.end(ctx.accountId);
     const args = (skipQuota: boolean) =>
       [rpm ?? -1, mpm ?? -1, opts.message ? 1 : 0, quota ?? -1, KEY_TTL_MS, skipQuota ? 1 : 0, now, wanted, LEASE_SHARE] as (
         | string
@@ -391,7 +258,7 @@ export class RedisLimiter implements Limiter {
     const verdict = VERDICTS[code] ?? 'ok';
     if (verdict === 'blocked') this.rememberBlock(opts.ip, calls);
     if (granted > 0 && !opts.message) {
-      this.leases.set(ctx.accountId, {
+      this.leases.grant(ctx.accountId, {
         win,
         period: period.start.getTime(),
         reqKey: keys[0],
@@ -399,7 +266,6 @@ export class RedisLimiter implements Limiter {
         left: granted - 1,
         counted: requests,
         calls,
-        until: Date.now() + LEASE_MS,
         rpm,
         quota,
       });
@@ -407,45 +273,6 @@ export class RedisLimiter implements Limiter {
     this.reconcileSoon(ctx.accountId, keys[2], period);
     const extra = Math.max(0, granted - 1);
     return outcome(ctx, now, verdict, requests - extra, calls - extra);
-  }
-
-  /**
-   * Tokens to ask for: double the last grant when it was used up within its second (the
-   * account is busy in this process), halve it when its time ran out with tokens left.
-   */
-  private nextLeaseSize(accountId: string): number {
-    const last = this.leases.get(accountId);
-    let size = this.leaseSize.get(accountId) ?? 1;
-    if (last && last.left === 0 && Date.now() < last.until) size = Math.min(MAX_LEASE, size * 2);
-    else if (last && last.left > 0) size = Math.max(1, Math.floor(size / 2));
-    if (size === 1) this.leaseSize.delete(accountId);
-    else {
-      if (this.leaseSize.size >= 100_000) this.leaseSize.clear();
-      this.leaseSize.set(accountId, size);
-    }
-    return size;
-  }
-
-  /** Ends an account's lease, giving its unused tokens back. */
-  private endLease(accountId: string): void {
-    const lease = this.leases.get(accountId);
-    if (!lease) return;
-    this.leases.delete(accountId);
-    if (lease.left > 0 && this.redis.status === 'ready') this.redis.chasquiReturn(lease.reqKey, lease.callsKey, lease.left).catch(() => {});
-  }
-
-  /** Ends leases whose time is up (all of them at shutdown); idle accounts start small again. */
-  private endLeases(all: boolean): void {
-    const t = Date.now();
-    for (const [accountId, lease] of this.leases) {
-      if (!all && lease.until > t) continue;
-      if (lease.left > 0) {
-        const size = Math.floor((this.leaseSize.get(accountId) ?? 1) / 2);
-        if (size > 1) this.leaseSize.set(accountId, size);
-        else this.leaseSize.delete(accountId);
-      }
-      this.endLease(accountId);
-    }
   }
 
   /** At most once a minute per counter, off the request path: raise it to the database's count. */
@@ -468,7 +295,7 @@ export class RedisLimiter implements Limiter {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.sweep);
-    this.endLeases(true);
+    this.leases.endExpired(true);
     try {
       if (this.redis.status === 'ready') await this.redis.quit();
     } catch {

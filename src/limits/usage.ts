@@ -1,13 +1,16 @@
 // Monthly usage counters (api.md §8). API calls are counted in memory and written in batches
 // (one upsert per account and resource per flush) so a request costs no database write;
 // api.md allows the counter to lag up to half a minute.
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db, Executor } from '../db/index.js';
 import type { Clock } from '../lib/clock.js';
 import { type Period, quotaPeriod, quotaPeriodAt } from './period.js';
 import type { UsageMeter, UsageSnapshot } from './types.js';
 
 export const FLUSH_EVERY_MS = 5_000;
+
+/** The usage_counters resource of webhook deliveries (the monthly delivery quota). */
+export const DELIVERY_QUOTA_RESOURCE = 'webhookDeliveries';
 
 /** API calls not yet written: account id → quota period start (ms) → calls. */
 type Counts = Map<string, Map<number, number>>;
@@ -128,3 +131,25 @@ export async function readCounters(db: Executor, accountId: string, period: Peri
     .execute();
   return Object.fromEntries(rows.map((r) => [r.resource, Number(r.count)]));
 }
+
+/**
+ * Reads the month's delivery count of the account and keeps its counter row locked until the
+ * transaction ends, so concurrent writers of the account queue within the quota.
+ */
+export async function lockDeliveryCount(trx: Executor, accountId: string, period: Period): Promise<number> {
+  const cur = await sql<{ count: number | string }>`
+    INSERT INTO usage_counters (account_id, period_start, resource, count)
+    VALUES (${accountId}, ${period.start}, ${DELIVERY_QUOTA_RESOURCE}, 0)
+    ON CONFLICT (account_id, period_start, resource) DO UPDATE SET count = usage_counters.count
+    RETURNING count`.execute(trx);
+  return Number(cur.rows[0]?.count ?? 0);
+}
+
+/**
+ * The statement (or CTE body) that adds counts to usage_counters: `rows` is a SELECT of
+ * (account_id, period_start, resource, count), so callers compose it into their own one round trip.
+ */
+export const addUsageCounts = (rows: RawBuilder<unknown>) => sql`
+  INSERT INTO usage_counters (account_id, period_start, resource, count)
+  ${rows}
+  ON CONFLICT (account_id, period_start, resource) DO UPDATE SET count = usage_counters.count + excluded.count`;

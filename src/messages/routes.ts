@@ -1,10 +1,10 @@
 // POST /messages and GET /messages/{id} (api.md §4).
 import { z } from 'zod';
-import { ApiError } from '../http/errors.js';
 import { textFor } from '../http/messages.es-AR.js';
 import { errors, IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { sendMessage } from './send.js';
-import { MessageRecord, messageView } from './view.js';
+import { getMessage } from './service.js';
+import { MessageRecord } from './view.js';
 
 const SendBody = z
   .strictObject({
@@ -67,18 +67,6 @@ export const messageRoutes: RoutesFn = (app, s) => {
         response: { 200: MessageRecord, ...errors(400, 401, 402, 404, 429) },
       },
     },
-    async (req) => {
-      const row = await s.db
-        .selectFrom('messages')
-        .leftJoin('contacts', 'contacts.id', 'messages.contact_id')
-        .selectAll('messages')
-        .select('contacts.phone as contact_phone')
-        .where('messages.account_id', '=', req.auth.account.id)
-        .where('messages.id', '=', req.params.id)
-        .executeTakeFirst();
-      if (!row) throw new ApiError('message_not_found');
-      const { contact_phone, ...m } = row;
-      return messageView(m, contact_phone);
-    },
+    async (req) => getMessage(s.db, req.auth.account.id, req.params.id),
   );
 };

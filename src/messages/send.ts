@@ -3,16 +3,16 @@
 // (commit) → provider.send outside any transaction → store wamid and `sent` → apply early reports.
 
 import { ProviderError } from '../channel/types.js';
-import { contactForSend } from '../contacts/service.js';
+import { contactForSend, markMarketingOptOut } from '../contacts/service.js';
 import { conversationFor, windowOpen } from '../conversations/service.js';
 import type { Db } from '../db/index.js';
 import type { AccountRow, PhoneNumberRow, TemplateRow, TemplateVariable } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
-import { textFor } from '../http/messages.es-AR.js';
+import { providerReason, textFor } from '../http/messages.es-AR.js';
 import { isUuid, newId } from '../lib/ids.js';
 import { canonicalPhone } from '../lib/phone.js';
 import type { Services } from '../services.js';
-import { applyEarlyStatuses, MARKETING_BLOCKED, markMarketingOptOut } from './status.js';
+import { applyEarlyStatuses, MARKETING_BLOCKED } from './status.js';
 import { type MessageRecord, messageView } from './view.js';
 
 export interface SendInput {
@@ -175,7 +175,7 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
 
 /** Marks the message failed with the provider's code and reason, and returns the error to answer. */
 async function failAtSend(s: Services, messageId: string, err: unknown): Promise<ApiError> {
-  const pe = err instanceof ProviderError ? err : new ProviderError('temporary', 'el proveedor no respondió como esperábamos', null);
+  const pe = err instanceof ProviderError ? err : new ProviderError('temporary', providerReason('unexpected'), null);
   if (!(err instanceof ProviderError)) s.log.error({ err, messageId }, 'channel provider failed unexpectedly');
   const now = s.clock.now();
   await s.db.transaction().execute(async (trx) => {

@@ -2,6 +2,8 @@
 // sent < delivered < read; failed may follow sent or delivered, never read, and is final. A report
 // that repeats a status or would move it backward changes nothing and emits nothing.
 import { sql } from 'kysely';
+import { bumpCampaignCounters } from '../campaigns/counters.js';
+import { markMarketingOptOut } from '../contacts/service.js';
 import type { Trx } from '../db/index.js';
 import type { MessageRow } from '../db/types.js';
 import { providerCodeText } from '../http/messages.es-AR.js';
@@ -51,36 +53,6 @@ export const mostAdvanced = <T extends { status: DeliveryStatus }>(reports: T[])
 export const isDeliveryStatus = (s: string): s is DeliveryStatus => s in FROM;
 
 type Applied = MessageRow & { previous: string };
-
-/**
- * Campaign counters follow the status machine (decisions.md "Campaigns": counters from status
- * reports). Called in the transaction that moved one message of the campaign from `previous` to
- * `next`; `sent` is counted by the campaign sender when the provider accepts. A jump sent → read
- * counts as delivered too (read implies it arrived, so delivered ≥ read); a failure after
- * delivery keeps it counted as delivered.
- */
-export async function bumpCampaignCounters(trx: Trx, campaignId: string, previous: string, next: DeliveryStatus): Promise<void> {
-  const delivered = (next === 'delivered' || next === 'read') && previous !== 'delivered' && previous !== 'read' ? 1 : 0;
-  const read = next === 'read' ? 1 : 0;
-  const failed = next === 'failed' ? 1 : 0;
-  if (delivered + read + failed === 0) return;
-  await sql`
-    UPDATE campaigns SET
-      delivered = delivered + ${delivered}::int,
-      read = read + ${read}::int,
-      failed = failed + ${failed}::int
-    WHERE id = ${campaignId}`.execute(trx);
-}
-
-/** Provider code 131050: the contact stopped accepting marketing (decisions.md "Channel"). */
-export async function markMarketingOptOut(trx: Trx, contactId: string, now: Date): Promise<void> {
-  await trx
-    .updateTable('contacts')
-    .set({ marketing_opt_out: true, updated_at: now })
-    .where('id', '=', contactId)
-    .where('marketing_opt_out', '=', false)
-    .execute();
-}
 
 /**
  * Moves the outbound message with `wamid` to `r.status` if the machine allows it, with its side

@@ -6,24 +6,32 @@ import { TemplateInput, TemplateParams, TemplatePatch } from './schemas.js';
 import { createTemplate, deleteTemplate, setTemplateStatus, templateView } from './service.js';
 
 export const templateAdminRoutes: RoutesFn = (app, s) => {
-  app.post('/accounts/:id/templates', { schema: { tags: ['Operator'], params: IdParams, body: TemplateInput } }, async (req, reply) => {
-    const account = await getAccount(s.db, req.params.id);
-    const row = await createTemplate(s.db, account.id, req.body, s.clock.now());
-    return reply.code(201).send(templateView(row));
-  });
+  app.post(
+    '/accounts/:id/templates',
+    { schema: { summary: 'Create a template (status PENDING unless given)', tags: ['Operator'], params: IdParams, body: TemplateInput } },
+    async (req, reply) => {
+      const account = await getAccount(s.db, req.params.id);
+      const row = await createTemplate(s.db, account.id, req.body, s.clock.now());
+      return reply.code(201).send(templateView(row));
+    },
+  );
 
   app.patch(
     '/accounts/:id/templates/:tid',
-    { schema: { tags: ['Operator'], params: TemplateParams, body: TemplatePatch } },
+    { schema: { summary: "Move a template's status", tags: ['Operator'], params: TemplateParams, body: TemplatePatch } },
     async (req) => {
       const account = await getAccount(s.db, req.params.id);
       return templateView(await setTemplateStatus(s.db, account.id, req.params.tid, req.body.status, s.clock.now()));
     },
   );
 
-  app.delete('/accounts/:id/templates/:tid', { schema: { tags: ['Operator'], params: TemplateParams } }, async (req, reply) => {
-    const account = await getAccount(s.db, req.params.id);
-    await deleteTemplate(s.db, account.id, req.params.tid, s.clock.now());
-    return reply.code(204).send();
-  });
+  app.delete(
+    '/accounts/:id/templates/:tid',
+    { schema: { summary: 'Delete a template (sending it then answers 404)', tags: ['Operator'], params: TemplateParams } },
+    async (req, reply) => {
+      const account = await getAccount(s.db, req.params.id);
+      await deleteTemplate(s.db, account.id, req.params.tid, s.clock.now());
+      return reply.code(204).send();
+    },
+  );
 };

@@ -1,8 +1,9 @@
 // Templates (api.md §2, decisions.md "Resources"): the operator creates them and moves their
 // status; the public API reads them. A deleted template is kept (messages point at it) but is
 // invisible: reads and sends answer 404 (operator-api.md).
-import type { Executor } from '../db/index.js';
-import type { TemplateRow } from '../db/types.js';
+import { sql } from 'kysely';
+import type { Db, Executor } from '../db/index.js';
+import type { TemplateRow, TemplateVariable } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
 
@@ -120,4 +121,134 @@ export async function deleteTemplate(db: Executor, accountId: string, id: string
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
   if (Number(res.numUpdatedRows) === 0) throw new ApiError('template_not_found');
+}
+
+/** A template as the channel provider lists it (mapped to our columns); status DELETED: gone there. */
+export interface ChannelTemplate {
+  externalId: string | null;
+  name: string;
+  language: string;
+  category: string;
+  status: string | null;
+  body: string;
+  variables: TemplateVariable[];
+}
+
+/**
+ * Stores the templates imported from the provider: matched by the provider's id, else by name and
+ * language; DELETED ones are soft-deleted here too. One import per account at a time (the account
+ * row is locked): two would race on the (account, name, language) index.
+ */
+export async function saveChannelTemplates(
+  db: Db,
+  accountId: string,
+  fetched: ChannelTemplate[],
+  now: Date,
+): Promise<{ imported: number; updated: number; rows: TemplateRow[] }> {
+  let imported = 0;
+  let updated = 0;
+  const rows = await db.transaction().execute(async (trx) => {
+    await sql`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`.execute(trx);
+    const out: TemplateRow[] = [];
+    for (const m of fetched) {
+      const existing = await findChannelTemplate(trx, accountId, m);
+      if (m.status === 'DELETED') {
+        if (existing) await trx.updateTable('templates').set({ deleted_at: now, updated_at: now }).where('id', '=', existing.id).execute();
+        continue;
+      }
+      if (existing) {
+        updated += 1;
+        out.push(await updateFromChannel(trx, existing, m, now));
+      } else {
+        imported += 1;
+        out.push(await insertFromChannel(trx, accountId, m, now));
+      }
+    }
+    return out;
+  });
+  return { imported, updated, rows };
+}
+
+async function findChannelTemplate(trx: Executor, accountId: string, m: ChannelTemplate): Promise<TemplateRow | undefined> {
+  const live = trx.selectFrom('templates').selectAll().where('account_id', '=', accountId).where('deleted_at', 'is', null);
+  return (
+    (m.externalId ? await live.where('external_id', '=', m.externalId).executeTakeFirst() : undefined) ??
+    (await live.where('name', '=', m.name).where('language', '=', m.language).executeTakeFirst())
+  );
+}
+
+const updateFromChannel = (trx: Executor, existing: TemplateRow, m: ChannelTemplate, now: Date): Promise<TemplateRow> =>
+  trx
+    .updateTable('templates')
+    .set({
+      external_id: m.externalId ?? existing.external_id,
+      category: m.category,
+      status: m.status ?? existing.status,
+      body: m.body,
+      variables: JSON.stringify(m.variables),
+      updated_at: now,
+    })
+    .where('id', '=', existing.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+
+const insertFromChannel = (trx: Executor, accountId: string, m: ChannelTemplate, now: Date): Promise<TemplateRow> =>
+  trx
+    .insertInto('templates')
+    .values({
+      id: newId(),
+      account_id: accountId,
+      name: m.name,
+      category: m.category,
+      language: m.language,
+      body: m.body,
+      variables: JSON.stringify(m.variables),
+      status: m.status ?? 'PENDING',
+      external_id: m.externalId,
+      created_at: now,
+      updated_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+
+/** A status or category change the provider reported for one of its templates. */
+export interface ChannelTemplateChange {
+  /** The provider's template id; else the template is found by name and language. */
+  templateId: string | null;
+  name: string | null;
+  language: string | null;
+  /** A new status (DELETED soft-deletes it), or null. */
+  status: string | null;
+  /** A new category (already one we know), or null. */
+  category: string | null;
+}
+
+/**
+ * Applies the change to the live templates of these accounts that match it: by the provider's id,
+ * or by name + language when the row has no provider id yet. Returns how many changed.
+ */
+export async function applyChannelTemplateChange(db: Executor, accountIds: string[], u: ChannelTemplateChange, now: Date): Promise<number> {
+  if (accountIds.length === 0 || (u.status === null && u.category === null)) return 0;
+  if (!u.templateId && !(u.name && u.language)) return 0;
+  const set: Record<string, unknown> = { updated_at: now };
+  if (u.status === 'DELETED') set.deleted_at = now;
+  else if (u.status) set.status = u.status;
+  if (u.category) set.category = u.category;
+  if (u.templateId) set.external_id = u.templateId;
+  const { name, language, templateId } = u;
+  const res = await db
+    .updateTable('templates')
+    .set(set)
+    .where('account_id', 'in', accountIds)
+    .where('deleted_at', 'is', null)
+    .where((eb) => {
+      const byId = templateId ? [eb('external_id', '=', templateId)] : [];
+      const byName =
+        name && language
+          ? [eb.and([eb('name', '=', name), eb('language', '=', language), templateId ? eb('external_id', 'is', null) : eb.lit(true)])]
+          : [];
+      return eb.or([...byId, ...byName]);
+    })
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows ?? 0);
 }

@@ -68,6 +68,7 @@ export const webhookAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/webhooks',
     {
       schema: {
+        summary: 'Register a webhook URL (returns its secret)',
         tags,
         params: IdParams,
         body: z.strictObject({ url: WebhookUrl, events: Events.optional() }),
@@ -77,12 +78,12 @@ export const webhookAdminRoutes: RoutesFn = (app, s) => {
     async (req, reply) => reply.code(201).send(await createWebhook(s, await getAccount(s.db, req.params.id), req.body)),
   );
 
-  app.get('/accounts/:id/webhooks', { schema: { tags, params: IdParams } }, async (req) => {
+  app.get('/accounts/:id/webhooks', { schema: { summary: 'List the webhook URLs', tags, params: IdParams } }, async (req) => {
     await getAccount(s.db, req.params.id);
     return { data: await listWebhooks(s.db, req.params.id) };
   });
 
-  app.get('/accounts/:id/webhooks/:wid', { schema: { tags, params: WebhookParams } }, async (req) =>
+  app.get('/accounts/:id/webhooks/:wid', { schema: { summary: 'One webhook URL', tags, params: WebhookParams } }, async (req) =>
     webhookView(await getWebhook(s.db, req.params.id, req.params.wid)),
   );
 
@@ -90,6 +91,7 @@ export const webhookAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/webhooks/:wid',
     {
       schema: {
+        summary: 'Change URL or events; enable or disable',
         tags,
         params: WebhookParams,
         body: z.strictObject({ url: WebhookUrl.optional(), events: Events.optional(), enabled: z.boolean().optional() }),
@@ -99,33 +101,67 @@ export const webhookAdminRoutes: RoutesFn = (app, s) => {
     async (req) => updateWebhook(s, req.params.id, req.params.wid, req.body),
   );
 
-  app.delete('/accounts/:id/webhooks/:wid', { schema: { tags, params: WebhookParams } }, async (req, reply) => {
-    await deleteWebhook(s, req.params.id, req.params.wid);
-    return reply.code(204).send();
-  });
-
-  app.post('/accounts/:id/webhooks/:wid/rotate-secret', { schema: { tags, params: WebhookParams } }, async (req) =>
-    rotateSecret(s, req.params.id, req.params.wid),
+  app.delete(
+    '/accounts/:id/webhooks/:wid',
+    { schema: { summary: 'Delete a webhook URL', tags, params: WebhookParams } },
+    async (req, reply) => {
+      await deleteWebhook(s, req.params.id, req.params.wid);
+      return reply.code(204).send();
+    },
   );
 
-  app.post('/accounts/:id/webhooks/:wid/test', { schema: { tags, params: WebhookParams } }, async (req, reply) =>
-    reply.code(202).send(await sendTestEvent(s, req.params.id, req.params.wid)),
+  app.post(
+    '/accounts/:id/webhooks/:wid/rotate-secret',
+    {
+      schema: {
+        summary: 'New secret (the old one keeps signing for 24 h)',
+        description: 'For 24 hours each delivery is signed with both secrets, so the receiver can switch without losing events.',
+        tags,
+        params: WebhookParams,
+      },
+    },
+    async (req) => rotateSecret(s, req.params.id, req.params.wid),
+  );
+
+  app.post(
+    '/accounts/:id/webhooks/:wid/test',
+    { schema: { summary: 'Queue a test message.received (test: true)', tags, params: WebhookParams } },
+    async (req, reply) => reply.code(202).send(await sendTestEvent(s, req.params.id, req.params.wid)),
   );
 
   app.get(
     '/accounts/:id/webhooks/:wid/deliveries',
-    { schema: { tags, params: WebhookParams, querystring: CursorQuery, response: { 200: z.object({ data: z.array(Delivery) }) } } },
+    {
+      schema: {
+        summary: 'The delivery log (cursor pages)',
+        tags,
+        params: WebhookParams,
+        querystring: CursorQuery,
+        response: { 200: z.object({ data: z.array(Delivery) }) },
+      },
+    },
     async (req) => listDeliveries(s.db, req.params.id, req.params.wid, req.query),
   );
 
   app.get(
     '/accounts/:id/webhooks/:wid/deliveries/:did',
-    { schema: { tags, params: DeliveryParams, response: { 200: Delivery.extend({ attemptLog: z.array(Attempt) }) } } },
+    {
+      schema: {
+        summary: 'One delivery with every attempt',
+        tags,
+        params: DeliveryParams,
+        response: { 200: Delivery.extend({ attemptLog: z.array(Attempt) }) },
+      },
+    },
     async (req) => deliveryDetail(s.db, req.params.id, req.params.wid, req.params.did),
   );
 
-  app.post('/accounts/:id/webhooks/:wid/deliveries/:did/redeliver', { schema: { tags, params: DeliveryParams } }, async (req, reply) => {
-    await redeliver(s, req.params.id, req.params.wid, req.params.did);
-    return reply.code(202).send({ queued: true });
-  });
+  app.post(
+    '/accounts/:id/webhooks/:wid/deliveries/:did/redeliver',
+    { schema: { summary: 'Send a delivery again', tags, params: DeliveryParams } },
+    async (req, reply) => {
+      await redeliver(s, req.params.id, req.params.wid, req.params.did);
+      return reply.code(202).send({ queued: true });
+    },
+  );
 };

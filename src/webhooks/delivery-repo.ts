@@ -2,7 +2,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/index.js';
 import { newId } from '../lib/ids.js';
-import { DELIVERY_QUOTA_RESOURCE } from './outbox.js';
+import { addUsageCounts, DELIVERY_QUOTA_RESOURCE } from '../limits/usage.js';
 
 export interface Claimed {
   id: string;
@@ -89,7 +89,7 @@ export const FAILING_DISABLE_MS = 5 * 24 * 60 * 60 * 1000;
 /**
  * Records a batch of finished attempts. The usual batch (every URL answered 2xx) is one
  * statement, atomic on its own: under load each round trip costs more than the rows it writes,
- * and a transaction made it five (BEGIN, three statements, COMMIT).
+ * and a transaction would take five (BEGIN, three statements, COMMIT).
  */
 export async function recordAttempts(db: Db, results: AttemptResult[], now: Date): Promise<void> {
   if (results.length === 0) return;
@@ -150,9 +150,8 @@ function attemptsAndDeliveries(results: AttemptResult[], now: Date) {
       RETURNING d.id, d.attempts),
     counted AS (
       -- A delivery moves from 0 to 1 attempt once, whoever records it: counted exactly once.
-      INSERT INTO usage_counters (account_id, period_start, resource, count)
-      SELECT v.account_id, v.count_in, ${DELIVERY_QUOTA_RESOURCE}::text, count(*)::int FROM moved JOIN v ON v.delivery_id = moved.id
-      WHERE moved.attempts = 1 AND v.count_in IS NOT NULL
-      GROUP BY v.account_id, v.count_in ORDER BY v.account_id
-      ON CONFLICT (account_id, period_start, resource) DO UPDATE SET count = usage_counters.count + excluded.count)`;
+      ${addUsageCounts(sql`
+        SELECT v.account_id, v.count_in, ${DELIVERY_QUOTA_RESOURCE}::text, count(*)::int FROM moved JOIN v ON v.delivery_id = moved.id
+        WHERE moved.attempts = 1 AND v.count_in IS NOT NULL
+        GROUP BY v.account_id, v.count_in ORDER BY v.account_id`)})`;
 }

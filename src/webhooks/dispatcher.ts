@@ -1,4 +1,4 @@
-// Webhook dispatcher (issue 4): claims due deliveries under a lease, signs and sends them with
+// Webhook dispatcher: claims due deliveries under a lease, signs and sends them with
 // bounded concurrency (overall and per URL), records every attempt in batches and schedules
 // retries. Woken in-process by writers (`wake()`) and by a short poll for other processes' events.
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -26,8 +26,8 @@ const LOW_WATER = 256;
 /**
  * Finished attempts are recorded together: up to this many, gathered for up to this long. The
  * wait delays only the log (the slot is free and the lease covers it), but a process killed
- * meanwhile sends those attempts again after restart: 50 ms repeated 45 of 1,421 in the SIGKILL
- * fault test, 20 ms 19, with the latency figure unchanged (p99 168–178 ms at 500 events/s).
+ * meanwhile sends those attempts again after restart: a short wait keeps those repeats few
+ * (docs/performance.md).
  */
 const FLUSH_BATCH = 256;
 const FLUSH_WAIT_MS = 20;
@@ -71,8 +71,8 @@ export class WebhookDispatcher implements Dispatcher {
   private flushing: Promise<void> | null = null;
   private readonly shutdown = new AbortController();
   /**
-   * The dispatcher's own small pool on PostgreSQL. On the shared pool a claim queued behind the
-   * requests' transactions (≈70 ms at 500 events/s), and that wait came before every send.
+   * The dispatcher's own small pool on PostgreSQL: on the shared pool a claim would queue behind
+   * the requests' transactions, and that wait comes before every send.
    */
   private own: OpenDb | null = null;
   private opening: Promise<void> | null = null;

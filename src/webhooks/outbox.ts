@@ -6,6 +6,7 @@ import type { Executor } from '../db/index.js';
 import { newId } from '../lib/ids.js';
 import { quotaPeriod } from '../limits/period.js';
 import { effectiveLimits, planHasApi } from '../limits/plans.js';
+import { addUsageCounts, DELIVERY_QUOTA_RESOURCE, lockDeliveryCount } from '../limits/usage.js';
 
 export const EVENT_KINDS = [
   'message.received',
@@ -28,7 +29,6 @@ export type EventKind = (typeof EVENT_KINDS)[number];
 
 /** decisions.md: `data` above 262,144 bytes serialised is replaced by a truncation marker. */
 export const MAX_DATA_BYTES = 262_144;
-export const DELIVERY_QUOTA_RESOURCE = 'webhookDeliveries';
 
 export interface NewEvent {
   accountId: string;
@@ -88,24 +88,20 @@ export async function emitEvent(trx: Executor, e: NewEvent, now: Date): Promise<
   const limit = effectiveLimits(row.plan, row.limits).webhookDeliveriesPerMonth;
   if (limit === null) {
     // No quota to keep (countsAtFirstAttempt): the month's count is added when each delivery's
-    // first attempt is recorded. Counting here held the account's one counter row locked until
-    // commit, so every writer of the account queued on it (≈500 events/s at most).
+    // first attempt is recorded. Counting here would hold the account's one counter row locked
+    // until commit, so every writer of the account would queue on it.
     await insertDeliveries(e, id, row.subs, row.subs.length, now).execute(trx);
     return id;
   }
-  // Lock the month's counter row so concurrent writers of this account queue within the quota.
-  const cur = await sql<{ count: number | string }>`
-    INSERT INTO usage_counters (account_id, period_start, resource, count)
-    VALUES (${e.accountId}, ${period.start}, ${DELIVERY_QUOTA_RESOURCE}, 0)
-    ON CONFLICT (account_id, period_start, resource) DO UPDATE SET count = usage_counters.count
-    RETURNING count`.execute(trx);
-  const allowed = Math.max(0, Math.min(row.subs.length, limit - Number(cur.rows[0]?.count ?? 0)));
+  // The month's counter row stays locked so concurrent writers of this account queue within the quota.
+  const used = await lockDeliveryCount(trx, e.accountId, period);
+  const allowed = Math.max(0, Math.min(row.subs.length, limit - used));
   // One round trip: the deliveries and the month's count (the counter row is locked last).
   await sql`
     WITH d AS (${insertDeliveries(e, id, row.subs, allowed, now)})
-    INSERT INTO usage_counters (account_id, period_start, resource, count)
-    SELECT ${e.accountId}, ${period.start}, ${DELIVERY_QUOTA_RESOURCE}, ${allowed}::int WHERE ${allowed}::int > 0
-    ON CONFLICT (account_id, period_start, resource) DO UPDATE SET count = usage_counters.count + excluded.count`.execute(trx);
+    ${addUsageCounts(sql`SELECT ${e.accountId}, ${period.start}, ${DELIVERY_QUOTA_RESOURCE}, ${allowed}::int WHERE ${allowed}::int > 0`)}`.execute(
+    trx,
+  );
   return id;
 }
 

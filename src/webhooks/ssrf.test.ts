@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isPrivateAddress, isPrivateLiteral, parseWebhookUrl } from './ssrf.js';
 
-describe('SSRF guard (issue 4 "Safety": loopback, private or link-local addresses are refused)', () => {
+describe('SSRF guard (docs/webhooks.md: loopback, private or link-local addresses are refused)', () => {
   it('classifies addresses', () => {
     for (const ip of [
       '127.0.0.1',

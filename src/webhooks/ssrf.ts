@@ -1,4 +1,4 @@
-// SSRF guard for webhook URLs (issue 4 "Safety"): only http(s); unless ALLOW_PRIVATE_WEBHOOKS,
+// SSRF guard for webhook URLs (docs/webhooks.md): only http(s); unless ALLOW_PRIVATE_WEBHOOKS,
 // no loopback, private, link-local or otherwise non-public address — checked when the URL is
 // registered and again when each attempt connects (the DNS answer may have changed since).
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';

@@ -1,4 +1,4 @@
-// Operator API: template sync from the WhatsApp Business Account (issue 5).
+// Operator API: template sync from the WhatsApp Business Account.
 import { IdParams, type RoutesFn } from '../../http/schemas.js';
 import type { CloudProvider } from './provider.js';
 import { syncTemplates } from './templates.js';

@@ -1,44 +1,15 @@
 // Graph API errors → ProviderError (api.md §7): the kind decides our status (window/template → 409,
 // auth/rejected/temporary → 502, temporary marked so), the reason is the Spanish text the caller
-// sees inside provider_rejected / provider_temporary. Codes: the Cloud API's documented error codes.
+// sees inside provider_rejected / provider_temporary (texts in the catalogue, by Graph's documented
+// error code).
+import {
+  graphAccountReasons as ACCOUNT_REASONS,
+  providerReason,
+  graphTemplateReasons as TEMPLATE_REASONS,
+  graphTemporaryReasons as TEMPORARY_CODES,
+} from '../../http/messages.es-AR.js';
 import { ProviderError } from '../types.js';
 import { GraphApiError, GraphNetworkError } from './graph.js';
-
-/** Codes that say "try again later": throughput, pair rate limit, Graph service trouble. */
-const TEMPORARY_CODES: Record<number, string> = {
-  1: 'Meta tuvo un error desconocido',
-  2: 'el servicio de Meta no está disponible',
-  4: 'la app llegó a su límite de llamadas a Meta',
-  80007: 'la cuenta de WhatsApp llegó a su límite de llamadas a Meta',
-  130429: 'se alcanzó el límite de envíos por segundo del número en Meta',
-  131000: 'Meta tuvo un error interno',
-  131016: 'el servicio de WhatsApp no está disponible',
-  131056: 'se enviaron demasiados mensajes seguidos a este mismo contacto',
-  133004: 'el servidor de WhatsApp no está disponible',
-};
-
-/** Account problems: what the operator has to fix, in Spanish (the API answers 502 with it). */
-const ACCOUNT_REASONS: Record<number, string> = {
-  0: 'Meta no aceptó el token de acceso del número. Generá un token nuevo en la app de Meta y actualizalo en la conexión del número.',
-  3: 'la app de Meta no tiene permiso para enviar. Dale el permiso whatsapp_business_messaging al token del número.',
-  10: 'la app de Meta no tiene permiso para enviar. Dale el permiso whatsapp_business_messaging al token del número.',
-  190: 'Meta rechazó el token de acceso del número (venció o fue revocado). Generá un token de sistema nuevo y actualizalo en la conexión del número.',
-  368: 'Meta bloqueó temporalmente la cuenta de WhatsApp por incumplir sus políticas. Revisá los avisos en el Administrador de WhatsApp.',
-  131031: 'Meta bloqueó la cuenta de WhatsApp Business. Revisá el estado de la cuenta y sus avisos en el Administrador de WhatsApp.',
-  131042: 'la cuenta de WhatsApp Business tiene un problema de pago. Agregá o revisá el método de pago en el Administrador de WhatsApp.',
-  131045: 'el número no está registrado en la API de WhatsApp Cloud. Registralo desde la app de Meta y probá de nuevo.',
-  133010: 'el número no está registrado en la API de WhatsApp Cloud. Registralo desde la app de Meta y probá de nuevo.',
-};
-
-const TEMPLATE_REASONS: Record<number, string> = {
-  132000: 'la cantidad de variables no coincide con la plantilla aprobada en Meta: enviá todas las variables',
-  132001: 'no existe en Meta con ese nombre e idioma: sincronizá las plantillas y revisá el idioma',
-  132005: 'el texto con las variables supera el largo permitido: acortá los valores',
-  132007: 'el contenido no cumple las políticas de Meta',
-  132012: 'el formato de las variables no coincide con la plantilla aprobada en Meta',
-  132015: 'está pausada en Meta por baja calidad: revisala en el Administrador de WhatsApp o usá otra',
-  132016: 'está deshabilitada en Meta: usá otra plantilla',
-};
 
 export const WINDOW_CODE = 131047;
 
@@ -46,17 +17,17 @@ export const WINDOW_CODE = 131047;
 export function providerErrorFrom(err: unknown): ProviderError {
   if (err instanceof ProviderError) return err;
   if (err instanceof GraphNetworkError) {
-    return new ProviderError('temporary', err.timeout ? 'Meta no respondió a tiempo' : 'no pudimos conectarnos con Meta');
+    return new ProviderError('temporary', providerReason(err.timeout ? 'graph_timeout' : 'graph_unreachable'));
   }
-  if (!(err instanceof GraphApiError)) return new ProviderError('temporary', 'falló la conexión con Meta');
+  if (!(err instanceof GraphApiError)) return new ProviderError('temporary', providerReason('graph_failed'));
   const code = typeof err.error?.code === 'number' ? err.error.code : null;
   const graphText = graphMessage(err);
 
   if (code === WINDOW_CODE) {
-    return new ProviderError('window', 'pasaron más de 24 horas desde el último mensaje del contacto', code);
+    return new ProviderError('window', providerReason('graph_window'), code);
   }
   if (code !== null && code >= 132000 && code <= 132016) {
-    return new ProviderError('template', TEMPLATE_REASONS[code] ?? `Meta la rechazó: ${graphText}`, code);
+    return new ProviderError('template', TEMPLATE_REASONS[code] ?? providerReason('graph_template_refused', { text: graphText }), code);
   }
   if (code !== null && TEMPORARY_CODES[code]) return new ProviderError('temporary', TEMPORARY_CODES[code], code);
   const isOAuth = err.error?.type === 'OAuthException' && (code === null || code === 0 || code === 190 || code === 102);
@@ -70,7 +41,7 @@ export function providerErrorFrom(err: unknown): ProviderError {
     return new ProviderError('auth', ACCOUNT_REASONS[190]!, null);
   }
   if (err.status >= 500 || err.status === 429) {
-    return new ProviderError('temporary', `Meta respondió con estado ${err.status}`, code);
+    return new ProviderError('temporary', providerReason('graph_status', { status: err.status }), code);
   }
   return new ProviderError('rejected', graphText, code);
 }
@@ -79,7 +50,7 @@ export function providerErrorFrom(err: unknown): ProviderError {
 function graphMessage(err: GraphApiError): string {
   const details = err.error?.error_data?.details?.trim();
   const message = err.error?.message?.trim();
-  const text = details || message || `Meta respondió con estado ${err.status}`;
+  const text = details || message || providerReason('graph_status', { status: err.status });
   const code = err.error?.code;
-  return code !== undefined ? `${text} (código ${code})` : text;
+  return code !== undefined ? providerReason('graph_text_code', { text, code }) : text;
 }

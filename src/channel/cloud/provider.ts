@@ -1,11 +1,12 @@
-// The WhatsApp Cloud API provider (issue 5): sends through Graph's POST /{phone-number-id}/messages
+// The WhatsApp Cloud API provider: sends through Graph's POST /{phone-number-id}/messages
 // with the number's own access token, and turns Graph's errors into ProviderErrors (api.md §7).
 // Never retried here: a timeout may still have sent the message (POST /messages is not idempotent).
+import { providerReason } from '../../http/messages.es-AR.js';
 import type { Services } from '../../services.js';
 import { type ChannelProvider, ProviderError, type SendRequest, type SendResult } from '../types.js';
 import { providerErrorFrom } from './errors.js';
 import { GraphClient } from './graph.js';
-import { buildSendBody, wamidFrom } from './payload.js';
+import { buildSendBody, wamidFrom } from './send-body.js';
 
 export interface CloudProviderOptions {
   /** Defaults: GRAPH_API_URL, connect 5 s, whole request GRAPH_TIMEOUT_MS (15 s). */
@@ -13,9 +14,6 @@ export interface CloudProviderOptions {
   connectTimeoutMs?: number;
   timeoutMs?: number;
 }
-
-export const NOT_CONNECTED_REASON =
-  'el número no tiene completa su conexión con la API de WhatsApp Cloud (phoneNumberId y accessToken). Volvé a conectarlo con esos datos.';
 
 export class CloudProvider implements ChannelProvider {
   readonly name = 'cloud' as const;
@@ -34,7 +32,7 @@ export class CloudProvider implements ChannelProvider {
 
   async send(req: SendRequest): Promise<SendResult> {
     const { from } = req;
-    if (!from.cloud_phone_number_id || !from.cloud_access_token) throw new ProviderError('auth', NOT_CONNECTED_REASON);
+    if (!from.cloud_phone_number_id || !from.cloud_access_token) throw new ProviderError('auth', providerReason('cloud_not_connected'));
     const body = buildSendBody(req);
     const log = this.services.log;
     let res: unknown;
@@ -49,7 +47,7 @@ export class CloudProvider implements ChannelProvider {
     if (!wamid) {
       // Graph said 2xx without a message id: the message may or may not have left; do not guess.
       log.error({ messageId: req.messageId, phoneNumberId: from.id }, 'cloud send answered without messages[0].id');
-      throw new ProviderError('temporary', 'Meta no devolvió el id del mensaje');
+      throw new ProviderError('temporary', providerReason('cloud_no_wamid'));
     }
     log.debug({ messageId: req.messageId, wamid }, 'cloud send accepted');
     return { wamid };

@@ -7,9 +7,9 @@ import type { PhoneNumberRow } from '../../db/types.js';
 import { ApiError } from '../../http/errors.js';
 import { mostAdvanced, reportStatus } from '../../messages/status.js';
 import type { Services } from '../../services.js';
-import { type ParsedMessage, type ParsedStatus, parseWebhook } from './payload.js';
 import { verifySignature } from './signature.js';
 import { applyTemplateUpdate } from './templates.js';
+import { type ParsedMessage, type ParsedStatus, parseWebhook } from './webhook.js';
 
 export interface ReceiveOutcome {
   /** The signature matches no app secret of the numbers (or WABAs) the payload names: answer 401, nothing done. */

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import type { RoutesFn } from '../../http/schemas.js';
+import { isCloudVerifyToken } from '../phone-numbers.js';
 import { handleWebhook, signedByAnyNumber } from './receiver.js';
 
 const PATH = '/channels/whatsapp/webhook';
@@ -32,13 +33,7 @@ export const cloudReceiverRoutes: RoutesFn = (app, s) => {
       const q = req.query;
       const token = q['hub.verify_token'];
       if (q['hub.mode'] !== 'subscribe' || !token || q['hub.challenge'] === undefined) throw new ApiError('cloud_verify_refused');
-      const match = await s.db
-        .selectFrom('phone_numbers')
-        .select('id')
-        .where('provider', '=', 'cloud')
-        .where('cloud_verify_token', '=', token)
-        .executeTakeFirst();
-      if (!match) throw new ApiError('cloud_verify_refused');
+      if (!(await isCloudVerifyToken(s.db, token))) throw new ApiError('cloud_verify_refused');
       return reply.type('text/plain; charset=utf-8').send(q['hub.challenge']);
     },
   );

@@ -1,14 +1,12 @@
-// Templates from the WhatsApp Business Account (issue 5): import with paging, and keep their
+// Templates from the WhatsApp Business Account: import with paging, and keep their
 // status current from message_template_status_update webhooks.
-import { sql } from 'kysely';
 import type { PhoneNumberRow, TemplateRow, TemplateVariable } from '../../db/types.js';
 import { ApiError } from '../../http/errors.js';
-import { newId } from '../../lib/ids.js';
 import type { Services } from '../../services.js';
-import { templateView } from '../../templates/service.js';
+import { applyChannelTemplateChange, saveChannelTemplates, templateView } from '../../templates/service.js';
 import { providerErrorFrom } from './errors.js';
 import type { GraphClient } from './graph.js';
-import { type ParsedTemplateUpdate, type TemplateStatus, templateStatusFrom } from './payload.js';
+import { type ParsedTemplateUpdate, type TemplateStatus, templateStatusFrom } from './webhook.js';
 
 /** One template as Graph lists it (GET /{waba-id}/message_templates). */
 export interface GraphTemplate {
@@ -206,76 +204,7 @@ export async function syncTemplates(s: Services, graph: GraphClient, accountId: 
     }
   }
 
-  const now = s.clock.now();
-  let imported = 0;
-  let updated = 0;
-  const rows = await s.db.transaction().execute(async (trx) => {
-    // One sync per account at a time: two would race on the (account, name, language) index.
-    await sql`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`.execute(trx);
-    const out: TemplateRow[] = [];
-    for (const m of fetched) {
-      const existing =
-        (m.externalId
-          ? await trx
-              .selectFrom('templates')
-              .selectAll()
-              .where('account_id', '=', accountId)
-              .where('external_id', '=', m.externalId)
-              .where('deleted_at', 'is', null)
-              .executeTakeFirst()
-          : undefined) ??
-        (await trx
-          .selectFrom('templates')
-          .selectAll()
-          .where('account_id', '=', accountId)
-          .where('name', '=', m.name)
-          .where('language', '=', m.language)
-          .where('deleted_at', 'is', null)
-          .executeTakeFirst());
-      if (m.status === 'DELETED') {
-        if (existing) await trx.updateTable('templates').set({ deleted_at: now, updated_at: now }).where('id', '=', existing.id).execute();
-        continue;
-      }
-      if (existing) {
-        const row = await trx
-          .updateTable('templates')
-          .set({
-            external_id: m.externalId ?? existing.external_id,
-            category: m.category,
-            status: m.status ?? existing.status,
-            body: m.body,
-            variables: JSON.stringify(m.variables),
-            updated_at: now,
-          })
-          .where('id', '=', existing.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        updated += 1;
-        out.push(row);
-      } else {
-        const row = await trx
-          .insertInto('templates')
-          .values({
-            id: newId(),
-            account_id: accountId,
-            name: m.name,
-            category: m.category,
-            language: m.language,
-            body: m.body,
-            variables: JSON.stringify(m.variables),
-            status: m.status ?? 'PENDING',
-            external_id: m.externalId,
-            created_at: now,
-            updated_at: now,
-          })
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        imported += 1;
-        out.push(row);
-      }
-    }
-    return out;
-  });
+  const { imported, updated, rows } = await saveChannelTemplates(s.db, accountId, fetched, s.clock.now());
   s.log.info({ accountId, imported, updated }, 'cloud templates synced');
   return { imported, updated, templates: rows.map(syncedTemplateView) };
 }
@@ -286,33 +215,7 @@ export async function syncTemplates(s: Services, graph: GraphClient, accountId: 
  * Returns how many templates changed.
  */
 export async function applyTemplateUpdate(s: Services, accountIds: string[], u: ParsedTemplateUpdate): Promise<number> {
-  if (accountIds.length === 0 || (u.status === null && u.category === null)) return 0;
-  if (!u.templateId && !(u.name && u.language)) return 0;
-  const now = s.clock.now();
-  const set: Record<string, unknown> = { updated_at: now };
-  if (u.status === 'DELETED') set.deleted_at = now;
-  else if (u.status) set.status = u.status;
-  if (u.category && CATEGORIES.has(u.category.toUpperCase())) set.category = u.category.toUpperCase();
-  if (u.templateId) set.external_id = u.templateId;
-  const res = await s.db
-    .updateTable('templates')
-    .set(set)
-    .where('account_id', 'in', accountIds)
-    .where('deleted_at', 'is', null)
-    .where((eb) => {
-      const byId = u.templateId ? [eb('external_id', '=', u.templateId)] : [];
-      const byName =
-        u.name && u.language
-          ? [
-              eb.and([
-                eb('name', '=', u.name),
-                eb('language', '=', u.language),
-                u.templateId ? eb('external_id', 'is', null) : eb.lit(true),
-              ]),
-            ]
-          : [];
-      return eb.or([...byId, ...byName]);
-    })
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows ?? 0);
+  const category = u.category && CATEGORIES.has(u.category.toUpperCase()) ? u.category.toUpperCase() : null;
+  const change = { templateId: u.templateId || null, name: u.name || null, language: u.language || null, status: u.status, category };
+  return applyChannelTemplateChange(s.db, accountIds, change, s.clock.now());
 }

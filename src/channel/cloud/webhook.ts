@@ -1,0 +1,332 @@
+// The webhook payloads Meta posts to us (messages, statuses, template updates), read with zod.
+// Meta adds fields over time: every object is loose (unknown keys pass) and every field we read
+// falls back to "absent" when it has another shape, so one malformed part is skipped (and
+// reported in `skipped` for the logs) while the rest of the batch is processed. Pure, no I/O.
+
+import { z } from 'zod';
+import { isOptOutButton } from '../../contacts/opt-out.js';
+import { storableText } from '../../http/storable.js';
+import type { DeliveryStatus } from '../../messages/status.js';
+
+/** A customer message, ready for receiveInbound once the number is resolved. */
+export interface ParsedMessage {
+  kind: 'message';
+  /** Graph phone-number id of the receiving number (metadata.phone_number_id). */
+  graphPhoneNumberId: string;
+  from: string;
+  name?: string;
+  wamid: string;
+  type: string;
+  text: string | null;
+  timestamp: Date;
+  button?: { text: string; payload?: string; optOut?: boolean };
+  referral?: { id: string; headline: string; sourceUrl: string };
+}
+
+export interface ParsedStatus {
+  kind: 'status';
+  graphPhoneNumberId: string;
+  wamid: string;
+  status: DeliveryStatus;
+  code: number | null;
+  timestamp: Date;
+}
+
+export interface ParsedTemplateUpdate {
+  kind: 'template';
+  /** entry.id: the WhatsApp Business Account the template belongs to. */
+  wabaId: string;
+  templateId: string | null;
+  name: string | null;
+  language: string | null;
+  /** Our status, or `DELETED`; null when the event does not change the status. */
+  status: TemplateStatus | 'DELETED' | null;
+  category: string | null;
+}
+
+export type ParsedItem = ParsedMessage | ParsedStatus | ParsedTemplateUpdate;
+
+export type TemplateStatus = 'APPROVED' | 'PENDING' | 'REJECTED' | 'PAUSED' | 'DISABLED';
+
+export interface ParseResult {
+  items: ParsedItem[];
+  /** Things we saw and did not turn into work (unknown fields, malformed entries): for logs. */
+  skipped: string[];
+}
+
+// Field shapes: anything else reads as absent (`catch`), never as a failure of the whole object.
+/**
+ * A non-empty string; Meta sends some ids as numbers. Every text we keep from Meta passes here: a
+ * customer's text is theirs to keep even when PostgreSQL cannot store it as sent, so NUL is
+ * dropped and a lone surrogate becomes U+FFFD.
+ */
+const Str = z
+  .union([z.string(), z.number().transform(String)])
+  .transform(storableText)
+  .pipe(z.string().min(1))
+  .optional()
+  .catch(undefined);
+/** A list we walk element by element (each element is parsed on its own). */
+const List = z.array(z.unknown()).catch([]);
+const loose = <T extends z.core.$ZodLooseShape>(shape: T) =>
+  z
+    .looseObject(shape)
+    .optional()
+    .catch(() => undefined);
+
+const Reply = loose({ id: Str, title: Str });
+/** The type-named part of a message (`text`, `image`, `location`, `interactive`, …): the fields we read. */
+const Part = loose({
+  body: Str,
+  caption: Str,
+  filename: Str,
+  name: Str,
+  address: Str,
+  latitude: Str,
+  longitude: Str,
+  text: Str,
+  payload: Str,
+  emoji: Str,
+  button_reply: Reply,
+  list_reply: Reply,
+  nfm_reply: loose({ body: Str, name: Str }),
+});
+const ContactCard = z.looseObject({
+  name: loose({ formatted_name: Str, first_name: Str, last_name: Str }),
+  phones: List,
+});
+const CardPhone = z.looseObject({ phone: Str, wa_id: Str });
+
+const Message = z.looseObject({
+  id: Str,
+  from: Str,
+  type: Str,
+  timestamp: z.unknown().optional(),
+  contacts: List,
+  referral: loose({ source_id: Str, headline: Str, source_url: Str }),
+});
+type Message = z.infer<typeof Message>;
+
+const Status = z.looseObject({ id: Str, status: Str, timestamp: z.unknown().optional(), errors: List });
+const StatusError = z.looseObject({
+  code: z
+    .union([z.number(), z.string().regex(/^\d+$/).transform(Number)])
+    .optional()
+    .catch(undefined),
+});
+const Profile = z.looseObject({ wa_id: Str, profile: loose({ name: Str }) });
+
+const Value = z.looseObject({
+  messaging_product: z.unknown().optional(),
+  metadata: loose({ phone_number_id: Str }),
+  contacts: List,
+  messages: List,
+  statuses: List,
+  event: z.unknown().optional(),
+  message_template_id: Str,
+  message_template_name: Str,
+  message_template_language: Str,
+  message_template_category: Str,
+  new_category: Str,
+});
+type Value = z.infer<typeof Value>;
+const Change = z.looseObject({ field: Str, value: Value });
+const Entry = z.looseObject({ id: Str, changes: List });
+const Root = z.looseObject({ object: z.unknown().optional(), entry: List });
+
+const STATUS_VALUES = new Set<string>(['sent', 'delivered', 'read', 'failed']);
+
+/** Meta's template events → our template status (decisions.md "Template"); null: no status change. */
+export function templateStatusFrom(event: unknown): TemplateStatus | 'DELETED' | null {
+  switch (typeof event === 'string' ? event.toUpperCase() : '') {
+    case 'APPROVED':
+    case 'REINSTATED':
+    case 'UNPAUSED':
+      return 'APPROVED';
+    case 'PENDING':
+    case 'IN_APPEAL':
+      return 'PENDING';
+    case 'REJECTED':
+      return 'REJECTED';
+    case 'PAUSED':
+      return 'PAUSED';
+    case 'DISABLED':
+    case 'ARCHIVED':
+    case 'LIMIT_EXCEEDED':
+      return 'DISABLED';
+    case 'DELETED':
+    case 'PENDING_DELETION':
+      return 'DELETED';
+    default:
+      return null;
+  }
+}
+
+/** Unix seconds (as Meta sends them, in a string) → Date; `fallback` when absent or malformed. */
+function unixTime(v: unknown, fallback: Date): Date {
+  const n = typeof v === 'string' ? Number(v) : typeof v === 'number' ? v : Number.NaN;
+  return Number.isFinite(n) && n > 0 ? new Date(n * 1000) : fallback;
+}
+
+/** Each element of a list that has the shape; `onBad` hears of the others. */
+function each<T extends z.ZodType>(list: unknown[], schema: T, onBad?: (raw: unknown) => void): z.infer<T>[] {
+  const out: z.infer<T>[] = [];
+  for (const raw of list) {
+    const r = schema.safeParse(raw);
+    if (r.success) out.push(r.data);
+    else onBad?.(raw);
+  }
+  return out;
+}
+
+function contactsText(cards: unknown[]): string | null {
+  const described = each(cards, ContactCard).map((c) => {
+    const name = c.name?.formatted_name ?? [c.name?.first_name, c.name?.last_name].filter(Boolean).join(' ');
+    const first = each(c.phones.slice(0, 1), CardPhone)[0];
+    return [name, first?.phone ?? first?.wa_id].filter(Boolean).join(' ');
+  });
+  return described.filter(Boolean).join('; ') || null;
+}
+
+/** Text of one inbound message (api.md §6: caption or a description for attachments, button text). */
+function messageText(m: Message, type: string): string | null {
+  const part = Part.parse(m[type]);
+  switch (type) {
+    case 'text':
+    case 'system':
+      return part?.body ?? null;
+    case 'image':
+    case 'video':
+    case 'sticker':
+    case 'audio':
+      return part?.caption ?? null;
+    case 'document':
+      return part?.caption ?? part?.filename ?? null;
+    case 'location': {
+      const named = [part?.name, part?.address].filter(Boolean).join(', ');
+      if (named) return named;
+      return part?.latitude && part.longitude ? `${part.latitude},${part.longitude}` : null;
+    }
+    case 'contacts':
+      return contactsText(m.contacts);
+    case 'button':
+      return part?.text ?? part?.payload ?? null;
+    case 'interactive': {
+      const reply = part?.button_reply ?? part?.list_reply;
+      if (reply) return reply.title ?? reply.id ?? null;
+      return part?.nfm_reply ? (part.nfm_reply.body ?? part.nfm_reply.name ?? null) : null;
+    }
+    case 'reaction':
+      return part?.emoji ?? null;
+    case 'order':
+      return part?.text ?? null;
+    default:
+      return null;
+  }
+}
+
+function parseMessage(graphPhoneNumberId: string, m: Message, profiles: Map<string, string>, now: Date): ParsedMessage | null {
+  const { id: wamid, from } = m;
+  if (!wamid || !from) return null;
+  const type = m.type ?? 'unsupported';
+  const out: ParsedMessage = {
+    kind: 'message',
+    graphPhoneNumberId,
+    from,
+    wamid,
+    type,
+    text: messageText(m, type),
+    timestamp: unixTime(m.timestamp, now),
+  };
+  const name = profiles.get(from) ?? (profiles.size === 1 ? [...profiles.values()][0] : undefined);
+  if (name) out.name = name;
+  if (type === 'button') {
+    const b = Part.parse(m.button);
+    const text = b?.text ?? b?.payload ?? '';
+    const payload = b?.payload;
+    out.button = { text, ...(payload ? { payload } : {}), ...(isOptOutButton(text, payload) ? { optOut: true } : {}) };
+  }
+  const ref = m.referral;
+  if (ref) out.referral = { id: ref.source_id ?? '', headline: ref.headline ?? '', sourceUrl: ref.source_url ?? '' };
+  return out;
+}
+
+function parseStatus(graphPhoneNumberId: string, st: z.infer<typeof Status>, now: Date): ParsedStatus | null {
+  if (!st.id || !st.status || !STATUS_VALUES.has(st.status)) return null;
+  const code = each(st.errors.slice(0, 1), StatusError)[0]?.code;
+  return {
+    kind: 'status',
+    graphPhoneNumberId,
+    wamid: st.id,
+    status: st.status as DeliveryStatus,
+    code: code ?? null,
+    timestamp: unixTime(st.timestamp, now),
+  };
+}
+
+/** The messages and statuses of one `messages` change. */
+function parseMessagesChange(value: Value, now: Date, items: ParsedItem[], skipped: string[]): void {
+  const pnid = value.metadata?.phone_number_id;
+  if (!pnid) {
+    skipped.push('messages change without metadata.phone_number_id');
+    return;
+  }
+  const profiles = new Map<string, string>();
+  for (const k of each(value.contacts, Profile)) {
+    const name = k.profile?.name;
+    if (k.wa_id && name) profiles.set(k.wa_id, name);
+  }
+  for (const msg of each(value.messages, Message, () => skipped.push('malformed message'))) {
+    // A system notice (the customer changed number) is not the customer writing: no message, no case.
+    if (msg.type === 'system') {
+      skipped.push('system message');
+      continue;
+    }
+    const parsed = parseMessage(pnid, msg, profiles, now);
+    if (parsed) items.push(parsed);
+    else skipped.push('malformed message');
+  }
+  for (const st of each(value.statuses, Status, () => skipped.push('status undefined'))) {
+    const parsed = parseStatus(pnid, st, now);
+    if (parsed) items.push(parsed);
+    else skipped.push(`status ${String(st.status)}`);
+  }
+}
+
+function templateUpdate(field: string, wabaId: string, value: Value): ParsedTemplateUpdate {
+  const isStatus = field === 'message_template_status_update';
+  return {
+    kind: 'template',
+    wabaId,
+    templateId: value.message_template_id ?? null,
+    name: value.message_template_name ?? null,
+    language: value.message_template_language ?? null,
+    status: isStatus ? templateStatusFrom(value.event) : null,
+    category: (isStatus ? value.message_template_category : value.new_category) ?? null,
+  };
+}
+
+/**
+ * Every entry, change, message and status of one webhook POST, in payload order (batches are
+ * normal: several entries, several changes, several messages per change).
+ */
+export function parseWebhook(payload: unknown, now: Date): ParseResult {
+  const items: ParsedItem[] = [];
+  const skipped: string[] = [];
+  const root = Root.safeParse(payload);
+  if (!root.success) return { items, skipped: ['payload is not an object'] };
+  const { object } = root.data;
+  if (object !== undefined && object !== 'whatsapp_business_account') skipped.push(`object ${String(object)}`);
+  for (const entry of each(root.data.entry, Entry)) {
+    const wabaId = entry.id ?? '';
+    for (const change of each(entry.changes, Change)) {
+      const { value } = change;
+      const field = change.field ?? (value.messaging_product === 'whatsapp' ? 'messages' : '');
+      if (field === 'messages') parseMessagesChange(value, now, items, skipped);
+      else if (field === 'message_template_status_update' || field === 'template_category_update')
+        items.push(templateUpdate(field, wabaId, value));
+      else skipped.push(`field ${field || '(none)'}`);
+    }
+  }
+  return { items, skipped };
+}

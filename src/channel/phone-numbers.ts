@@ -1,0 +1,171 @@
+// Channel numbers of an account (operator-api.md, "Channel numbers and templates"). The first number
+// of an account is its default; making another the default unsets the previous one. Cloud API ids
+// and secrets live in the cloud_* columns and never leave this module's view (nor the logs).
+import { sql } from 'kysely';
+import type { Executor } from '../db/index.js';
+import type { PhoneNumberRow } from '../db/types.js';
+import { ApiError, invalid } from '../http/errors.js';
+import { textFor } from '../http/messages.es-AR.js';
+import { newId } from '../lib/ids.js';
+import { canonicalPhone } from '../lib/phone.js';
+import type { Services } from '../services.js';
+
+export interface PhoneNumberView {
+  id: string;
+  phone: string;
+  name: string | null;
+  provider: string;
+  status: string;
+  default: boolean;
+}
+
+export const phoneNumberView = (p: PhoneNumberRow): PhoneNumberView => ({
+  id: p.id,
+  phone: p.phone,
+  name: p.name,
+  provider: p.provider,
+  status: p.status,
+  default: p.is_default,
+});
+
+export interface CloudCredentials {
+  phoneNumberId: string;
+  wabaId: string;
+  accessToken: string;
+  appSecret: string;
+  verifyToken: string;
+}
+
+export interface NewPhoneNumber {
+  phone: string;
+  name?: string | undefined;
+  provider?: 'sandbox' | 'cloud' | undefined;
+  cloud?: CloudCredentials | undefined;
+}
+
+/** The account's numbers, oldest first. */
+export const readPhoneNumbers = async (db: Executor, accountId: string): Promise<PhoneNumberView[]> =>
+  (await db.selectFrom('phone_numbers').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute()).map(
+    phoneNumberView,
+  );
+
+// One change at a time per account, so two first numbers cannot both become the default.
+const lockAccount = (trx: Executor, accountId: string) => sql`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`.execute(trx);
+
+/** Inserts a number row as given (the caller holds the rules: see createPhoneNumber). */
+export const insertPhoneNumber = (
+  trx: Executor,
+  accountId: string,
+  n: { phone: string; name: string | null; provider: 'sandbox' | 'cloud'; isDefault: boolean; cloud?: CloudCredentials | undefined },
+  now: Date,
+): Promise<PhoneNumberRow> => {
+  const cloud = n.provider === 'cloud' ? n.cloud : undefined;
+  return trx
+    .insertInto('phone_numbers')
+    .values({
+      id: newId(),
+      account_id: accountId,
+      phone: n.phone,
+      name: n.name,
+      provider: n.provider,
+      status: 'connected',
+      is_default: n.isDefault,
+      cloud_phone_number_id: cloud?.phoneNumberId ?? null,
+      cloud_waba_id: cloud?.wabaId ?? null,
+      cloud_access_token: cloud?.accessToken ?? null,
+      cloud_app_secret: cloud?.appSecret ?? null,
+      cloud_verify_token: cloud?.verifyToken ?? null,
+      created_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+};
+
+/**
+ * Connects a number to an existing account: the first one is the default, a Cloud API number
+ * needs its credentials and a phoneNumberId no other number has.
+ */
+export async function createPhoneNumber(s: Services, accountId: string, input: NewPhoneNumber): Promise<PhoneNumberView> {
+  const phone = canonicalPhone(input.phone);
+  if (!phone.ok) throw invalid(['phone'], phone.message);
+  const provider = input.provider ?? s.config.CHANNEL_PROVIDER;
+  const cloud = input.cloud;
+  if (provider === 'cloud' && !cloud) throw invalid(['cloud'], textFor('phone_number_cloud_required'));
+  const row = await s.db.transaction().execute(async (trx) => {
+    await lockAccount(trx, accountId);
+    if (cloud) {
+      const taken = await trx
+        .selectFrom('phone_numbers')
+        .select('id')
+        .where('cloud_phone_number_id', '=', cloud.phoneNumberId)
+        .executeTakeFirst();
+      if (taken) throw invalid(['cloud', 'phoneNumberId'], textFor('phone_number_cloud_taken'));
+    }
+    const current = await trx
+      .selectFrom('phone_numbers')
+      .select('id')
+      .where('account_id', '=', accountId)
+      .where('is_default', '=', true)
+      .executeTakeFirst();
+    return insertPhoneNumber(
+      trx,
+      accountId,
+      { phone: phone.phone, name: input.name ?? null, provider, isDefault: !current, cloud },
+      s.clock.now(),
+    );
+  });
+  s.accountViews.changed(accountId);
+  return phoneNumberView(row);
+}
+
+/**
+ * Connects or disconnects a number, or makes it the default. An account with numbers always has
+ * one default: it changes by making another number the default, never by unsetting it.
+ */
+export async function updatePhoneNumber(
+  s: Services,
+  accountId: string,
+  id: string,
+  patch: { status?: 'connected' | 'disconnected' | undefined; default?: boolean | undefined },
+): Promise<PhoneNumberView> {
+  const { status, default: makeDefault } = patch;
+  const row = await s.db.transaction().execute(async (trx): Promise<PhoneNumberRow> => {
+    await lockAccount(trx, accountId);
+    const cur = await trx
+      .selectFrom('phone_numbers')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    if (!cur) throw new ApiError('phone_number_not_found');
+    if (makeDefault === false && cur.is_default) throw invalid(['default'], textFor('phone_number_keep_default'));
+    if (makeDefault === true && !cur.is_default) {
+      await trx
+        .updateTable('phone_numbers')
+        .set({ is_default: false })
+        .where('account_id', '=', accountId)
+        .where('is_default', '=', true)
+        .execute();
+    }
+    if (status === undefined && makeDefault === undefined) return cur;
+    return trx
+      .updateTable('phone_numbers')
+      .set({ ...(status !== undefined ? { status } : {}), ...(makeDefault !== undefined ? { is_default: makeDefault } : {}) })
+      .where('id', '=', cur.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  s.accountViews.changed(accountId);
+  return phoneNumberView(row);
+}
+
+/** Whether some Cloud API number has this webhook verify token (the GET handshake). */
+export async function isCloudVerifyToken(db: Executor, token: string): Promise<boolean> {
+  const match = await db
+    .selectFrom('phone_numbers')
+    .select('id')
+    .where('provider', '=', 'cloud')
+    .where('cloud_verify_token', '=', token)
+    .executeTakeFirst();
+  return match !== undefined;
+}
