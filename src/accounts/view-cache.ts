@@ -2,10 +2,13 @@
 // cache; this keeps the rest of the view per account for a short time: the month's recorded
 // counters, the contact count and the phone numbers.
 //
+// The view is kept as the JSON text GET /me answers, built once per entry: a request costs a map
+// lookup, not a rebuild and a serialisation of the whole view.
+//
 // Freshness (docs/decisions.md "GET /me"):
-// - this process's own API calls are added when the view is built (the usage meter's unwritten
-//   batch), and an entry read before one of the meter's batch writes is stale, so `apiCalls`
-//   never goes back;
+// - `apiCalls` is what the database recorded plus this process's unwritten calls when the text
+//   was built (the call being answered included), so it lags by at most the TTL; an entry read
+//   before one of the usage meter's batch writes is stale, so `apiCalls` never goes back;
 // - the services that change what the view shows (an account's plan or limits, its numbers, a
 //   new contact) drop the account's entry through `changed`: the next GET /me reads anew;
 // - anything else (other processes, webhook deliveries) shows within the TTL, well inside the
@@ -26,8 +29,8 @@ const MAX_ENTRIES = 10_000;
 interface Stored {
   usage: UsageSnapshot;
   numbers: PhoneNumberView[];
-  /** The view built from these rows for one account row (building it costs more than a request's guards). */
-  built?: { account: AccountRow; view: AccountView };
+  /** The view's JSON text, built from these rows for one account row. */
+  built?: { account: AccountRow; json: string };
 }
 
 interface Entry {
@@ -52,8 +55,8 @@ export class AccountViewCache {
     private readonly ttlMs = ACCOUNT_VIEW_TTL_MS,
   ) {}
 
-  /** The account's view (decisions.md "GET /me"), synchronous while its entry is fresh. */
-  view(account: AccountRow): AccountView | Promise<AccountView> {
+  /** The account's view (decisions.md "GET /me") as JSON text, synchronous while its entry is fresh. */
+  json(account: AccountRow): string | Promise<string> {
     const entry = this.entry(account.id);
     if (entry.ready) return this.build(account, entry.ready);
     return entry.data.then((stored) => this.build(account, stored));
@@ -64,12 +67,13 @@ export class AccountViewCache {
     this.entries.delete(accountId);
   }
 
-  private build(account: AccountRow, stored: Stored): AccountView {
-    if (stored.built?.account !== account) stored.built = { account, view: accountViewOf(account, stored.usage, stored.numbers) };
-    const { view } = stored.built;
-    // The recorded part of apiCalls is kept; this process's unwritten calls are always current.
-    const apiCalls = stored.usage.apiCalls + this.usage.pendingApiCalls(account.id, stored.usage.period);
-    return { ...view, usage: { ...view.usage, apiCalls } };
+  private build(account: AccountRow, stored: Stored): string {
+    if (stored.built?.account !== account) {
+      const apiCalls = stored.usage.apiCalls + this.usage.pendingApiCalls(account.id, stored.usage.period);
+      const view: AccountView = accountViewOf(account, { ...stored.usage, apiCalls }, stored.numbers);
+      stored.built = { account, json: JSON.stringify(view) };
+    }
+    return stored.built.json;
   }
 
   private entry(accountId: string): Entry {
