@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, LogController } from 'fastify';
 import { jsonSchemaTransform, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ZodType, z } from 'zod';
 import { accountRoutes } from './accounts/routes.js';
@@ -29,6 +29,7 @@ import type { Services } from './services.js';
 import { templateRoutes } from './templates/routes.js';
 
 export const BODY_LIMIT = 1024 * 1024; // 1 MiB (decisions.md: larger → 413)
+const MAX_PARAM_LENGTH = 500;
 
 /** The package's version: the API documents' `info.version`. src/ and dist/ both sit beside package.json. */
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
@@ -53,7 +54,15 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // One line per request only at debug: at info, logs carry events, not traffic.
     logController: new LogController({ disableRequestLogging: !requestLogging }),
     trustProxy: services.config.trustProxy,
-    routerOptions: { ignoreTrailingSlash: true },
+    // Path parameters up to this length reach validation (an id that is not a UUID → 404); a
+    // longer one is answered by frameworkErrors below.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    // What the router itself refuses still answers in the one body shape, with X-Request-Id: a
+    // URL it cannot decode names nothing here (404, as an unknown route), an overlong path part 414.
+    frameworkErrors: (err, req, reply) => {
+      const e = new ApiError(err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'uri_too_long' : 'route_not_found');
+      (reply as FastifyReply).header('X-Request-Id', req.id).code(e.statusCode).send(e.body());
+    },
   }).withTypeProvider<ZodTypeProvider>();
 
   // Validation keeps zod's issue paths as arrays (api.md §7: `path` is which field).

@@ -1,4 +1,4 @@
-// The one place that reads process.env (operator-api.md, "Configuration").
+// The one place that reads process.env (operator.md, "Configuration").
 import { z } from 'zod';
 
 const onOff = z.enum(['on', 'off', 'true', 'false', '1', '0']).transform((v) => v === 'on' || v === 'true' || v === '1');

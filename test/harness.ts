@@ -140,7 +140,7 @@ export function freshPhone(opts: PhoneOptions = {}): string {
 }
 
 /**
- * A fresh sandbox test number (operator-api.md "Sandbox channel"): `0001` accepted, then failed
+ * A fresh sandbox test number (operator.md "Sandbox channel"): `0001` accepted, then failed
  * 131026; `0002` rejected at send; `0003` MARKETING templates blocked (131050).
  */
 export function testNumber(ending: '0001' | '0002' | '0003', opts: PhoneOptions = {}): string {

@@ -1,4 +1,4 @@
-// Operator API: accounts and keys (operator-api.md, "Accounts and keys").
+// Operator API: accounts and keys (operator.md, "Accounts and keys").
 import { z } from 'zod';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { createKey, listKeys, revokeKey } from '../keys/service.js';

@@ -1,4 +1,4 @@
-// Operator API auth: `Authorization: Bearer <ADMIN_TOKEN>` (operator-api.md).
+// Operator API auth: `Authorization: Bearer <ADMIN_TOKEN>` (operator.md).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../http/errors.js';

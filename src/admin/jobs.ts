@@ -1,4 +1,4 @@
-// Operator API: POST /admin/v1/jobs/{name}/run (operator-api.md): runs a periodic job now.
+// Operator API: POST /admin/v1/jobs/{name}/run (operator.md): runs a periodic job now.
 import { z } from 'zod';
 import { ApiError } from '../http/errors.js';
 import type { RoutesFn } from '../http/schemas.js';

@@ -1,4 +1,4 @@
-// Operator API: campaigns (operator-api.md, "Pipelines, cases, campaigns").
+// Operator API: campaigns (operator.md, "Pipelines, cases and campaigns").
 import { z } from 'zod';
 import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';

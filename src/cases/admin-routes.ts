@@ -1,4 +1,4 @@
-// Operator API: pipelines, case close, reason and outcome by a person (operator-api.md).
+// Operator API: pipelines, case close, reason and outcome by a person (operator.md).
 import { z } from 'zod';
 import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';

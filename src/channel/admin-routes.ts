@@ -1,4 +1,4 @@
-// Operator API: channel numbers (operator-api.md, "Channel numbers and templates"); the rules
+// Operator API: channel numbers (operator.md, "Channel numbers"); the rules
 // live in phone-numbers.ts.
 import { z } from 'zod';
 import { PhoneNumberView } from '../accounts/schemas.js';

@@ -1,4 +1,4 @@
-// Channel numbers of an account (operator-api.md, "Channel numbers and templates"). The first number
+// Channel numbers of an account (operator.md, "Channel numbers"). The first number
 // of an account is its default; making another the default unsets the previous one. Cloud API ids
 // and secrets live in the cloud_* columns and never leave this module's view (nor the logs).
 import { sql } from 'kysely';

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `chasqui` — serve (default), migrate, and the operator commands that call a running server's
-// operator API (operator-api.md, "CLI"). The server modules load only for serve and migrate, so
+// operator API (operator.md, "CLI"). The server modules load only for serve and migrate, so
 // an operator command starts fast.
 import { Command } from 'commander';
 import type { Config } from '../config.js';

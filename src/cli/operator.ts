@@ -1,4 +1,4 @@
-// Operator commands: thin calls to the operator API (/admin/v1, operator-api.md) of a running
+// Operator commands: thin calls to the operator API (/admin/v1, operator.md) of a running
 // server. Server: --url, else CHASQUI_URL, else http://127.0.0.1:$PORT (3000). Token: --token,
 // else ADMIN_TOKEN, else DATA_DIR/admin-token (written by the server's first start).
 // Results are printed as JSON on stdout; a server error is printed on stderr exactly as the server

@@ -8,6 +8,7 @@ export const catalogue = {
   invalid_json: { status: 400, text: 'El cuerpo no es JSON válido. Revisá la sintaxis y probá de nuevo.' },
   body_too_large: { status: 413, text: 'El cuerpo supera 1 MiB. Enviá menos datos por pedido.' },
   unsupported_media_type: { status: 415, text: 'Enviá el cuerpo como JSON con Content-Type: application/json.' },
+  uri_too_long: { status: 414, text: 'La dirección es demasiado larga. Revisá el id o la ruta que armaste.' },
   route_not_found: { status: 404, text: 'Esa ruta no existe. Revisá el método y la dirección.' },
   method_not_allowed: { status: 405, text: 'Ese método no está permitido en esta ruta.' },
   // 400 problems of any request, found before validation (used as the `message` of one problem)

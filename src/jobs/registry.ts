@@ -1,4 +1,4 @@
-// Periodic jobs (operator-api.md: POST /admin/v1/jobs/{name}/run). Each returns how many rows it
+// Periodic jobs (operator.md: POST /admin/v1/jobs/{name}/run). Each returns how many rows it
 // changed. The scheduler runs them on their own period; one runner per cluster (advisory lock).
 import { runCampaigns } from '../campaigns/sender.js';
 import { runCaseTimeouts } from '../cases/timeouts.js';

@@ -1,4 +1,4 @@
-// Operator API: templates (operator-api.md, "Channel numbers and templates"). The app creates
+// Operator API: templates (operator.md, "Channel numbers"). The app creates
 // them and moves their status (the channel's approval); DELETE is soft: sending it then → 404.
 import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn } from '../http/schemas.js';

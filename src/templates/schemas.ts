@@ -1,4 +1,4 @@
-// Schemas of the template routes (api.md §2 "Template"; decisions.md "Resources"; operator-api.md).
+// Schemas of the template routes (api.md §2 "Template"; decisions.md "Resources"; operator.md).
 import { z } from 'zod';
 import { textFor } from '../http/messages.es-AR.js';
 import { Timestamp, Uuid } from '../http/schemas.js';

@@ -1,6 +1,6 @@
 // Templates (api.md §2, decisions.md "Resources"): the operator creates them and moves their
 // status; the public API reads them. A deleted template is kept (messages point at it) but is
-// invisible: reads and sends answer 404 (operator-api.md).
+// invisible: reads and sends answer 404 (operator.md).
 import { sql } from 'kysely';
 import type { Db, Executor } from '../db/index.js';
 import type { TemplateRow, TemplateVariable } from '../db/types.js';

@@ -1,4 +1,4 @@
-// Operator API: webhook subscriptions, deliveries, test event (operator-api.md, "Webhooks").
+// Operator API: webhook subscriptions, deliveries, test event (operator.md, "Webhooks").
 import { z } from 'zod';
 import { getAccount } from '../accounts/service.js';
 import { CursorQuery, errors, IdParams, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';

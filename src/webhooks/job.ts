@@ -1,4 +1,4 @@
-// The `webhooks` job (operator-api.md: POST /admin/v1/jobs/webhooks/run): one dispatcher pass now
+// The `webhooks` job (operator.md: POST /admin/v1/jobs/webhooks/run): one dispatcher pass now
 // (everything due is attempted and recorded before it answers), and expired rotation secrets go.
 import { sql } from 'kysely';
 import type { Job } from '../jobs/types.js';

@@ -1,4 +1,4 @@
-// Webhook subscriptions and their delivery log (operator-api.md "Webhooks"; decisions.md).
+// Webhook subscriptions and their delivery log (operator.md "Webhooks"; decisions.md).
 import { sql } from 'kysely';
 import type { Db, Executor } from '../db/index.js';
 import type { AccountRow, DeliveryRow, WebhookRow } from '../db/types.js';

@@ -1,4 +1,4 @@
-// Acceptance sweep: calls the endpoints exactly as api.md, decisions.md and operator-api.md write
+// Acceptance sweep: calls the endpoints exactly as api.md, decisions.md and operator.md write
 // them. Each test is a defect the sweep found (named after the rule it proves), or a contract
 // shape an external suite will check field by field.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -57,7 +57,7 @@ async function openCase(acc: TestAccount): Promise<string> {
   return list.body.data[0].id as string;
 }
 
-describe('operator-api.md: bodies written as optional are optional', () => {
+describe('operator.md: bodies written as optional are optional', () => {
   it('"POST /admin/v1/accounts/{id}/cases/{caseId}/close {by?: {id, name}} → closeReason manual" with no body at all', async () => {
     const acc = await app.createAccount();
     const caseId = await openCase(acc);
@@ -116,7 +116,7 @@ describe('POST /messages phoneNumberId (api.md §4, §7)', () => {
   });
 });
 
-describe('phone numbers (operator-api.md "the first one is the default"; decisions.md GET /me phoneNumbers)', () => {
+describe('phone numbers (operator.md "the first one is the default"; decisions.md GET /me phoneNumbers)', () => {
   it('an account with numbers always has exactly one default: PATCH {default: false} on the default → 400, it stays default', async () => {
     const acc = await app.createAccount();
     const res = await app.admin('PATCH', `/accounts/${acc.id}/phone-numbers/${acc.phoneNumberId}`, { default: false });
@@ -132,7 +132,7 @@ describe('phone numbers (operator-api.md "the first one is the default"; decisio
   });
 });
 
-describe('sandbox inbound (operator-api.md "timestamp defaults to now and may be in the past")', () => {
+describe('sandbox inbound (operator.md "timestamp defaults to now and may be in the past")', () => {
   it('timestamp as unix seconds (the channel’s own form) or milliseconds is accepted like the ISO form', async () => {
     const acc = await app.createAccount();
     const now = app.clock.now().getTime();
@@ -148,7 +148,7 @@ describe('sandbox inbound (operator-api.md "timestamp defaults to now and may be
   });
 });
 
-describe('sandbox inbound wamid (operator-api.md "It runs the real inbound path")', () => {
+describe('sandbox inbound wamid (operator.md "It runs the real inbound path")', () => {
   it('a wamid another account already used answers 409 in the error body, never 500; the same account gets the duplicate', async () => {
     const a = await app.createAccount();
     const b = await app.createAccount();

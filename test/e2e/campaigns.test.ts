@@ -1,6 +1,6 @@
 // Campaigns (api.md §2 "Campaign", §3 "Campaign", §4 GET /campaigns, §8 "Campaign sends go in
 // batches and do not count against API limits"; decisions.md "Campaigns", "Resources";
-// operator-api.md "Pipelines, cases, campaigns"; the `campaigns` job).
+// operator.md "Pipelines, cases and campaigns"; the `campaigns` job).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshPhone, startTestApp, type TestAccount, type TestApp, testNumber } from '../harness.js';
 
@@ -53,7 +53,7 @@ const runCampaigns = async () => {
 const campaignMessages = (campaignId: string) =>
   app.rt.services.db.selectFrom('messages').selectAll().where('campaign_id', '=', campaignId).orderBy('to_phone').execute();
 
-describe('creating and sending a campaign (operator-api.md; api.md §3 "(sending) → completed, campaign.completed")', () => {
+describe('creating and sending a campaign (operator.md; api.md §3 "(sending) → completed, campaign.completed")', () => {
   it('audience = contacts matching all attribute filters; sent by the campaigns job; completed + campaign.completed with the Campaign', async () => {
     const acc = await app.createAccount();
     const t = await template(acc);
@@ -216,7 +216,7 @@ describe('creating and sending a campaign (operator-api.md; api.md §3 "(sending
   });
 });
 
-describe('campaign validation (operator-api.md)', () => {
+describe('campaign validation (operator.md)', () => {
   it('unknown template → 404; template not approved → 409; unknown phoneNumberId → 409; bad body → 400', async () => {
     const acc = await app.createAccount();
     const pending = await template(acc, 'UTILITY', 'PENDING');

@@ -1,5 +1,5 @@
 // Cases and pipelines (api.md §2 "Case", §3 "Case", §4; decisions.md "Resources", "Endpoints",
-// "Event data keys"; operator-api.md "Pipelines, cases, campaigns"; the case-timeouts job).
+// "Event data keys"; operator.md "Pipelines, cases and campaigns"; the case-timeouts job).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
@@ -55,7 +55,7 @@ const runJob = async (name: string) => {
   return res.body.changed as number;
 };
 
-describe('pipelines (decisions.md "Resources": Pipeline; operator-api.md)', () => {
+describe('pipelines (decisions.md "Resources": Pipeline; operator.md)', () => {
   it('POST /admin/v1/accounts/{id}/pipelines → 201 Pipeline with stage ids; "the first pipeline of an account becomes default"', async () => {
     const acc = await app.createAccount();
     const p = await pipeline(acc);
@@ -425,7 +425,7 @@ describe('POST /cases/{id}/stage (decisions.md: "emits case.stage_changed; a won
   });
 });
 
-describe('operator actions on cases (operator-api.md)', () => {
+describe('operator actions on cases (operator.md)', () => {
   it('close {by} → closeReason manual, closedBy {id, name}, case.closed; closing again → 409', async () => {
     const acc = await app.createAccount();
     await pipeline(acc);

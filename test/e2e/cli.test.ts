@@ -1,4 +1,4 @@
-// The newcomer flow and the CLI (issue 2: "Start like a product"; operator-api.md "CLI").
+// The newcomer flow and the CLI (issue 2: "Start like a product"; operator.md "CLI").
 //
 // The CLI runs as a real child process: `node --import tsx src/cli/main.ts …`. Not the built
 // dist/cli/main.js, on purpose: `npm test` in CI has no build step, a stale or half-written dist
@@ -327,7 +327,7 @@ describe('chasqui migrate', () => {
   );
 });
 
-describe('operator commands against a running server (operator-api.md)', () => {
+describe('operator commands against a running server (operator.md)', () => {
   let app: TestApp;
   let env: Record<string, string>;
   let receiver: Server;

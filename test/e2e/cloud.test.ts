@@ -1,4 +1,4 @@
-// The WhatsApp Cloud API channel (issue 5, decisions.md "Channel", operator-api.md "WhatsApp Cloud
+// The WhatsApp Cloud API channel (issue 5, decisions.md "Channel", operator.md "WhatsApp Cloud
 // API receiver") against a local fake Graph server: sends, error mapping, the signed receiver,
 // template sync and template status webhooks.
 import { createHmac, randomBytes } from 'node:crypto';
@@ -33,7 +33,7 @@ interface CloudNumber {
   verifyToken: string;
 }
 
-/** An account with a Cloud API number connected through the operator API (operator-api.md). */
+/** An account with a Cloud API number connected through the operator API (operator.md). */
 async function cloudAccount(opts: { wabaId?: string; appSecret?: string } = {}): Promise<CloudNumber> {
   const acc = await app.createAccount();
   const c = {
@@ -150,7 +150,7 @@ const namedTemplate = (name: string, status = 'APPROVED') => ({
 
 // ---------------------------------------------------------------------------------------------
 
-describe('GET /channels/whatsapp/webhook: the hub.challenge handshake (operator-api.md)', () => {
+describe('GET /channels/whatsapp/webhook: the hub.challenge handshake (operator.md)', () => {
   it('answers hub.challenge as text only for hub.mode=subscribe with the verify token of a connected number', async () => {
     const n = await cloudAccount();
     const q = (mode: string, token: string) =>
@@ -368,7 +368,7 @@ describe('POST /channels/whatsapp/webhook: signed with X-Hub-Signature-256 (deci
     expect(await events(n.acc.id, 'contact.created')).toHaveLength(1);
   });
 
-  it('needs no bearer token and takes application/json with a charset (operator-api.md "WhatsApp Cloud API receiver")', async () => {
+  it('needs no bearer token and takes application/json with a charset (operator.md "WhatsApp Cloud API receiver")', async () => {
     const n = await cloudAccount();
     const from = freshPhone({ spelling: 'digits' });
     const raw = JSON.stringify(envelope(entry(n.wabaId, [messagesChange(n, { messages: [textMsg(from, 'hola')] })])));

@@ -110,7 +110,25 @@ describe('the service (api.md §5, §7)', () => {
     expect(res.body).toEqual({ error: expect.any(String), cause: null });
   });
 
-  it('the operator API needs its token (operator-api.md)', async () => {
+  it('"Every answer the server writes, including 404 for a malformed URL … and 414, has the error body and an X-Request-Id" (decisions.md "Naming and shapes")', async () => {
+    const acc = await app.createAccount();
+    for (const path of ['/messages/%ED%A0%80', '/contacts/%ff', '/contacts/%']) {
+      const res = await acc.call('GET', path);
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ error: expect.stringMatching(/ruta/), cause: null });
+      expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    }
+    // An id longer than any id is not one of the account's: 404, like any id that is not a UUID.
+    const long = await acc.call('GET', `/contacts/${'a'.repeat(150)}`);
+    expect(long.status).toBe(404);
+    expect(long.body).toEqual({ error: expect.any(String), cause: null });
+    const longer = await acc.call('GET', `/contacts/${'a'.repeat(600)}`);
+    expect(longer.status).toBe(414);
+    expect(longer.body).toEqual({ error: expect.stringMatching(/demasiado larga/), cause: null });
+    expect(longer.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('the operator API needs its token (operator.md)', async () => {
     const res = await request(`${app.url}/admin/v1/accounts`, 'GET');
     expect(res.status).toBe(401);
     expect(res.body.cause).toBeNull();

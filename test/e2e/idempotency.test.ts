@@ -301,7 +301,7 @@ describe('Idempotency-Key on POST /messages ("This is how we make POST /messages
       status: 'APPROVED',
     });
     const key = newKey();
-    // Sandbox test number ending in 0002: rejected at send (operator-api.md).
+    // Sandbox test number ending in 0002: rejected at send (operator.md).
     const body = { to: testNumber('0002', { spelling: 'spaced' }), template: { id: t.body.id } };
     const first = await acc.call('POST', '/messages', body, withKey(key));
     expect(first.status).toBe(502);

@@ -1,4 +1,4 @@
-// The inbound path (a customer writes), through the sandbox inbound route (operator-api.md
+// The inbound path (a customer writes), through the sandbox inbound route (operator.md
 // "Sandbox channel"): contacts, conversation window, message.received, opt-out (api.md §3, §6;
 // decisions.md "Event data keys", "Channel").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +16,7 @@ const digits = (p: string) => p.replace(/\D/g, '');
 
 const events = (accountId: string, kind?: string) => app.events(accountId, kind);
 
-describe('inbound messages (operator-api.md "Sandbox channel")', () => {
+describe('inbound messages (operator.md "Sandbox channel")', () => {
   it('→ 201 {messageId, contactId, conversationId}; contact.created source "inbound" once, message.received with the decisions.md keys', async () => {
     const acc = await app.createAccount();
     const from = freshPhone();

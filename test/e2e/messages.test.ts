@@ -1,6 +1,6 @@
 // POST /messages and GET /messages/{id} (api.md §4, decisions.md "Message record"), the delivery
 // status machine (api.md §3, decisions.md "Resources") and the sandbox test numbers
-// (operator-api.md "Sandbox channel"). Statuses are moved by the sandbox status endpoint (the
+// (operator.md "Sandbox channel"). Statuses are moved by the sandbox status endpoint (the
 // provider's report) with SANDBOX_AUTO_STATUS=off; with it on, the injected clock moves them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DELIVERED_AFTER_MS, FAIL_AFTER_MS, READ_AFTER_MS } from '../../src/channel/sandbox/provider.js';
@@ -221,7 +221,7 @@ describe('the 24-hour window (api.md §3, decisions.md "Channel")', () => {
   });
 });
 
-describe('sandbox test numbers (operator-api.md "Sandbox channel")', () => {
+describe('sandbox test numbers (operator.md "Sandbox channel")', () => {
   it('"0002 rejected at send → 502 with the provider\'s reason"; the message is kept as failed', async () => {
     const acc = await app.createAccount();
     const t = await template(acc);
@@ -374,7 +374,7 @@ describe('delivery status machine (api.md §3, decisions.md "Resources")', () =>
   });
 });
 
-describe('SANDBOX_AUTO_STATUS=on (operator-api.md "Configuration")', () => {
+describe('SANDBOX_AUTO_STATUS=on (operator.md "Configuration")', () => {
   /** An approved template and a send to each of `to`, on an app with automatic statuses. */
   async function sendAuto(a: TestApp, to: string[]) {
     const acc = await a.createAccount();

@@ -248,7 +248,7 @@ describe('the /docs page and the operator document', () => {
     const op = res.body;
     expect(op.openapi).toBe('3.1.0');
     expect(op.components.securitySchemes.operatorToken).toMatchObject({ type: 'http', scheme: 'bearer' });
-    // operator-api.md paths.
+    // operator.md paths.
     for (const [path, method] of [
       ['/admin/v1/accounts', 'post'],
       ['/admin/v1/accounts/{id}/keys', 'post'],

@@ -1,4 +1,4 @@
-// Channel numbers of the operator API (operator-api.md "Channel numbers and templates") and how
+// Channel numbers of the operator API (operator.md "Channel numbers") and how
 // POST /messages picks the sending number (decisions.md "Endpoints").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshPhone, startTestApp, type TestApp } from '../harness.js';
@@ -23,7 +23,7 @@ const approvedTemplate = async (accountId: string) => {
   return t.body.id as string;
 };
 
-describe('phone numbers (operator-api.md)', () => {
+describe('phone numbers (operator.md)', () => {
   it('POST phone-numbers → 201 {id, phone, name, provider, status: "connected", default}; "the first one is the default"', async () => {
     const acc = await app.createAccount();
     expect(acc.phoneNumberId).toMatch(/^[0-9a-f-]{36}$/);

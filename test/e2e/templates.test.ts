@@ -1,5 +1,5 @@
 // Templates: public GET /templates, GET /templates/{id} (api.md §4, decisions.md "Resources") and
-// the operator's POST/PATCH/DELETE /admin/v1/accounts/{id}/templates (operator-api.md).
+// the operator's POST/PATCH/DELETE /admin/v1/accounts/{id}/templates (operator.md).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
@@ -26,7 +26,7 @@ const confirmation = {
 
 const createTemplate = (acc: TestAccount, body: Record<string, unknown>) => app.admin('POST', `/accounts/${acc.id}/templates`, body);
 
-describe('operator templates (operator-api.md "Channel numbers and templates")', () => {
+describe('operator templates (operator.md "Channel numbers")', () => {
   it('POST …/templates → 201 Template; language defaults to es_AR and status to PENDING', async () => {
     const acc = await app.createAccount();
     const res = await createTemplate(acc, confirmation);
@@ -191,7 +191,7 @@ describe('GET /templates and GET /templates/{id} (api.md §4, decisions.md "Reso
     expect((await app.admin('PATCH', `/accounts/${own.id}/templates/${t.body.id}`, { status: 'APPROVED' })).status).toBe(404);
   });
 
-  it('"404 (template no longer exists)": sending a deleted template answers 404 (operator-api.md)', async () => {
+  it('"404 (template no longer exists)": sending a deleted template answers 404 (operator.md)', async () => {
     const own = await app.createAccount();
     const t = await createTemplate(own, { ...confirmation, status: 'APPROVED' });
     await app.admin('DELETE', `/accounts/${own.id}/templates/${t.body.id}`);

@@ -1,4 +1,4 @@
-// Webhooks (api.md §6, decisions.md "Webhooks", operator-api.md "Webhooks"): the real app over
+// Webhooks (api.md §6, decisions.md "Webhooks", operator.md "Webhooks"): the real app over
 // HTTP, a local receiver standing in for the customer's endpoint, time moved by the ManualClock.
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
@@ -376,7 +376,7 @@ describe('retries (decisions.md: "success = any 2xx … Retries after … ±20 %
   });
 });
 
-describe('operations (operator-api.md "Webhooks")', () => {
+describe('operations (operator.md "Webhooks")', () => {
   it('POST …/webhooks answers 402 with the upgrade cause at the plan maximum; deleting one frees its place', async () => {
     const acc = await app.createAccount({ plan: 'escala' });
     const ids: string[] = [];

@@ -1,4 +1,4 @@
-// WhatsApp Cloud API receiver: GET/POST /channels/whatsapp/webhook (operator-api.md). No bearer
+// WhatsApp Cloud API receiver: GET/POST /channels/whatsapp/webhook (operator.md). No bearer
 // token: the GET handshake checks a number's verify token, the POST its X-Hub-Signature-256.
 import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';

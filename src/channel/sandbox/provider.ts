@@ -1,4 +1,4 @@
-// The sandbox channel (operator-api.md, "Sandbox channel"): accepts sends, reports statuses.
+// The sandbox channel (operator.md, "Sandbox channel"): accepts sends, reports statuses.
 // Test numbers work like a card network's test cards, by the recipient's last four digits:
 // 0001 accepted then failed 131026; 0002 rejected at send; 0003 blocks MARKETING templates (131050).
 // With SANDBOX_AUTO_STATUS=on the reports it makes later are rows (sandbox_reports) with a

@@ -1,4 +1,4 @@
-// Operator API: the sandbox channel (operator-api.md, "Sandbox channel"). Only registered with
+// Operator API: the sandbox channel (operator.md, "Sandbox channel"). Only registered with
 // CHANNEL_PROVIDER=sandbox. The inbound route runs the real inbound path; the status route is the
 // provider reporting a delivery status (the real status machine).
 import { z } from 'zod';
