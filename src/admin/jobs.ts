@@ -1,7 +1,7 @@
 // Operator API: POST /admin/v1/jobs/{name}/run (operator.md): runs a periodic job now.
 import { z } from 'zod';
 import { ApiError } from '../http/errors.js';
-import type { RoutesFn } from '../http/schemas.js';
+import { NoBody, type RoutesFn } from '../http/schemas.js';
 import { runJob } from '../jobs/scheduler.js';
 
 export const jobAdminRoutes: RoutesFn = (app, s) => {
@@ -9,11 +9,12 @@ export const jobAdminRoutes: RoutesFn = (app, s) => {
     '/jobs/:name/run',
     {
       schema: {
-        summary: 'Run a periodic job now: case-timeouts, campaigns, webhooks or idempotency-keys',
+        summary: 'Run a periodic job now: case-timeouts, campaigns, webhooks, idempotency-keys or sandbox-statuses',
         description:
           'Waits for a run in progress, then runs once and answers how many rows it changed. One runner per job across processes.',
         tags: ['Operator'],
         params: z.object({ name: z.string() }),
+        body: NoBody,
       },
     },
     async (req) => {

@@ -1,7 +1,7 @@
 // Operator API: campaigns (operator.md, "Pipelines, cases and campaigns").
 import { z } from 'zod';
 import { getAccount } from '../accounts/service.js';
-import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
+import { IdParams, NoBody, type RoutesFn, Uuid } from '../http/schemas.js';
 import { CampaignInput } from './schemas.js';
 import { campaignView, cancelCampaign, createCampaign, getCampaign, listCampaigns } from './service.js';
 
@@ -44,7 +44,7 @@ export const campaignAdminRoutes: RoutesFn = (app, s) => {
 
   app.post(
     '/accounts/:id/campaigns/:campaignId/cancel',
-    { schema: { summary: 'Cancel a campaign', tags: ['Operator'], params: CampaignParams } },
+    { schema: { summary: 'Cancel a campaign', tags: ['Operator'], params: CampaignParams, body: NoBody } },
     async (req) => {
       await getAccount(s.db, req.params.id);
       return cancelCampaign(s, req.params.id, req.params.campaignId);

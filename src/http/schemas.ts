@@ -21,6 +21,9 @@ export const Uuid = z.guid().describe('UUID').meta({ example: '0196b2a4-5e1f-7c3
 export const IdParams = z.object({ id: Uuid });
 export const Timestamp = z.string().describe('ISO 8601 UTC with milliseconds').meta({ example: '2026-11-22T12:00:00.000Z' });
 
+/** The body of an action that takes none: nothing, or an empty object (an unknown field → 400). */
+export const NoBody = z.strictObject({}).nullish().describe('No body (or an empty object)');
+
 /** `limit` (1–200) and `after` (a UUID: the last id of the previous page), decisions.md. */
 export const CursorQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50).describe('Page size, 1 to 200'),

@@ -1,7 +1,7 @@
 // Operator API: webhook subscriptions, deliveries, test event (operator.md, "Webhooks").
 import { z } from 'zod';
 import { getAccount } from '../accounts/service.js';
-import { CursorQuery, errors, IdParams, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';
+import { CursorQuery, errors, IdParams, NoBody, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';
 import { EVENT_KINDS } from './outbox.js';
 import {
   createWebhook,
@@ -118,6 +118,7 @@ export const webhookAdminRoutes: RoutesFn = (app, s) => {
         description: 'For 24 hours each delivery is signed with both secrets, so the receiver can switch without losing events.',
         tags,
         params: WebhookParams,
+        body: NoBody,
       },
     },
     async (req) => rotateSecret(s, req.params.id, req.params.wid),
@@ -125,7 +126,7 @@ export const webhookAdminRoutes: RoutesFn = (app, s) => {
 
   app.post(
     '/accounts/:id/webhooks/:wid/test',
-    { schema: { summary: 'Queue a test message.received (test: true)', tags, params: WebhookParams } },
+    { schema: { summary: 'Queue a test message.received (test: true)', tags, params: WebhookParams, body: NoBody } },
     async (req, reply) => reply.code(202).send(await sendTestEvent(s, req.params.id, req.params.wid)),
   );
 
@@ -158,7 +159,7 @@ export const webhookAdminRoutes: RoutesFn = (app, s) => {
 
   app.post(
     '/accounts/:id/webhooks/:wid/deliveries/:did/redeliver',
-    { schema: { summary: 'Send a delivery again', tags, params: DeliveryParams } },
+    { schema: { summary: 'Send a delivery again', tags, params: DeliveryParams, body: NoBody } },
     async (req, reply) => {
       await redeliver(s, req.params.id, req.params.wid, req.params.did);
       return reply.code(202).send({ queued: true });

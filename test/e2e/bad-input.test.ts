@@ -187,6 +187,14 @@ describe('"Unknown fields in a request body → the validation 400 naming each o
     expect(problems(number.body)).toEqual([{ path: ['cloud', 'verifyTokn'], message: UNKNOWN }]);
   });
 
+  it('operator actions that take no body (jobs run, campaign cancel, webhook test…): none or {} acts, any field → 400 naming it', async () => {
+    const withField = await app.admin('POST', '/jobs/webhooks/run', { force: true });
+    expect(withField.status).toBe(400);
+    expect(problems(withField.body)).toEqual([{ path: ['force'], message: UNKNOWN }]);
+    expect((await app.admin('POST', '/jobs/webhooks/run')).status).toBe(200);
+    expect((await app.admin('POST', '/jobs/webhooks/run', {})).status).toBe(200);
+  });
+
   it('records whose keys are data (attributes, variables) take any key', async () => {
     const res = await acc.call('POST', '/contacts', { phone: freshPhone(), attributes: { nmae: 'libre' } });
     expect(res.status).toBe(201);

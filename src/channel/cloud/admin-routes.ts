@@ -1,5 +1,5 @@
 // Operator API: template sync from the WhatsApp Business Account.
-import { IdParams, type RoutesFn } from '../../http/schemas.js';
+import { IdParams, NoBody, type RoutesFn } from '../../http/schemas.js';
 import type { CloudProvider } from './provider.js';
 import { syncTemplates } from './templates.js';
 
@@ -11,6 +11,7 @@ export const cloudAdminRoutes: RoutesFn = (app, s) => {
         summary: "Import the templates of the account's WhatsApp Business Accounts (Cloud API numbers), with status and category",
         tags: ['Operator'],
         params: IdParams,
+        body: NoBody,
       },
     },
     async (req) => {
