@@ -1,5 +1,7 @@
 // The one catalogue of client-facing texts (api.md §7: Argentine Spanish, shown as they are).
 // Each code has its HTTP status; texts are short and say what to do.
+import type { z } from 'zod';
+
 type Text = string | ((p: Record<string, string | number>) => string);
 
 export const catalogue = {
@@ -196,6 +198,7 @@ export const catalogue = {
   webhook_url_unresolvable: { status: 400, text: 'No encontramos el servidor de la URL del webhook. Revisá el nombre del dominio.' },
   // 400 problems of pipelines and cases (used in zod refinements)
   pipeline_needs_open_stage: { status: 400, text: 'Agregá al menos una etapa de tipo open: ahí entran los casos nuevos.' },
+  template_language_invalid: { status: 400, text: 'Usá un código de idioma como es_AR, es o en_US.' },
   currency_invalid: { status: 400, text: 'Usá un código de moneda de 3 letras, por ejemplo ARS o USD.' },
   database_unavailable: {
     status: 503,
@@ -237,6 +240,7 @@ const providerReasons = {
   cloud_not_connected:
     'el número no tiene completa su conexión con la API de WhatsApp Cloud (phoneNumberId y accessToken). Volvé a conectarlo con esos datos.',
   cloud_no_wamid: 'Meta no devolvió el id del mensaje',
+  sandbox_rejected: 'el número de destino no acepta mensajes (número de prueba del sandbox terminado en 0002).',
   graph_timeout: 'Meta no respondió a tiempo',
   graph_unreachable: 'no pudimos conectarnos con Meta',
   graph_failed: 'falló la conexión con Meta',
@@ -294,3 +298,56 @@ export function textFor(code: ErrorCode, params: Record<string, string | number>
   const t: Text = catalogue[code].text;
   return typeof t === 'function' ? t(params) : t;
 }
+
+/** Names of JSON types in the validation messages below. */
+const typeNames: Record<string, string> = {
+  string: 'un texto',
+  number: 'un número',
+  int: 'un número entero',
+  boolean: 'verdadero o falso',
+  object: 'un objeto',
+  array: 'una lista',
+  null: 'null',
+  undefined: 'nada',
+};
+
+/** The Spanish `message` of one zod issue (a problem of a validation 400); undefined: zod's own. */
+export function validationMessage(iss: z.core.$ZodRawIssue): string | undefined {
+  switch (iss.code) {
+    case 'invalid_type':
+      if (iss.input === undefined) return 'Falta este campo obligatorio.';
+      return `Tiene que ser ${typeNames[iss.expected] ?? iss.expected}.`;
+    case 'too_small':
+      if (iss.origin === 'string') return `Tiene que tener al menos ${iss.minimum} caracteres.`;
+      if (iss.origin === 'array') return `Tiene que tener al menos ${iss.minimum} elementos.`;
+      return `Tiene que ser mayor o igual a ${iss.minimum}.`;
+    case 'too_big':
+      if (iss.origin === 'string') return `Tiene que tener como máximo ${iss.maximum} caracteres.`;
+      if (iss.origin === 'array') return `Tiene que tener como máximo ${iss.maximum} elementos.`;
+      return `Tiene que ser menor o igual a ${iss.maximum}.`;
+    case 'invalid_format':
+      if (iss.format === 'uuid' || iss.format === 'guid') return 'Tiene que ser un UUID.';
+      if (iss.format === 'url') return 'Tiene que ser una URL http o https.';
+      if (iss.format === 'datetime') return 'Tiene que ser una fecha ISO 8601 (por ejemplo 2026-11-22T12:00:00.000Z).';
+      return 'El formato no es válido.';
+    case 'invalid_value':
+      return `Tiene que ser uno de: ${iss.values.map((v) => String(v)).join(', ')}.`;
+    case 'unrecognized_keys':
+      return `Campos desconocidos: ${iss.keys.join(', ')}. Sacalos del pedido.`;
+    case 'invalid_key':
+      return 'Clave no válida.';
+    case 'invalid_union':
+      return 'El valor no tiene una forma válida.';
+    case 'not_multiple_of':
+      return `Tiene que ser múltiplo de ${iss.divisor}.`;
+    default:
+      return undefined;
+  }
+}
+
+/** Labels of the variables a WhatsApp template sync finds (GET /templates shows them). */
+export const variableLabels = {
+  body: (n: string) => `Variable ${n}`,
+  header: (n: string) => `Encabezado ${n}`,
+  button: (n: number, text?: string) => `Botón ${n}${text ? ` (${text})` : ''}`,
+};

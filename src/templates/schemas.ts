@@ -57,7 +57,7 @@ export const TemplateInput = z
     category: TemplateCategory,
     language: z
       .string()
-      .regex(/^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})?$/, { message: 'Usá un código de idioma como es_AR, es o en_US.' })
+      .regex(/^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})?$/, { message: textFor('template_language_invalid') })
       .default('es_AR'),
     body: z.string().min(1).max(4096),
     variables: z.array(VariableInput).max(100).default([]),

@@ -1,7 +1,8 @@
-// Templates from the WhatsApp Business Account: import with paging, and keep their
-// status current from message_template_status_update webhooks.
+// Templates from the WhatsApp Business Account: import with paging, and keep their status current
+// from message_template_status_update webhooks.
 import type { PhoneNumberRow, TemplateRow, TemplateVariable } from '../../db/types.js';
 import { ApiError } from '../../http/errors.js';
+import { variableLabels } from '../../http/messages.es-AR.js';
 import type { Services } from '../../services.js';
 import { applyChannelTemplateChange, saveChannelTemplates, templateView } from '../../templates/service.js';
 import { providerErrorFrom } from './errors.js';
@@ -78,7 +79,7 @@ function textVariables(
 export function bodyVariables(text: string, example?: NonNullable<GraphTemplate['components']>[number]['example']): TemplateVariable[] {
   return textVariables(text, { positional: example?.body_text?.[0], named: example?.body_text_named_params }, (n) => ({
     name: n,
-    label: `Variable ${n}`,
+    label: variableLabels.body(n),
   }));
 }
 
@@ -90,7 +91,7 @@ export function bodyVariables(text: string, example?: NonNullable<GraphTemplate[
 export function headerVariables(part: NonNullable<GraphTemplate['components']>[number] | undefined): TemplateVariable[] {
   if (!part || (part.format ?? 'TEXT').toUpperCase() !== 'TEXT' || !part.text) return [];
   const examples = { positional: part.example?.header_text, named: part.example?.header_text_named_params };
-  return textVariables(part.text, examples, (n) => ({ name: `header_${n}`, label: `Encabezado ${n}` })).map((v) => ({
+  return textVariables(part.text, examples, (n) => ({ name: `header_${n}`, label: variableLabels.header(n) })).map((v) => ({
     ...v,
     component: 'header' as const,
   }));
@@ -108,7 +109,7 @@ export function buttonVariables(part: NonNullable<GraphTemplate['components']>[n
     return [
       {
         name: `button_${index + 1}`,
-        label: `Botón ${index + 1}${b.text ? ` (${b.text})` : ''}`,
+        label: variableLabels.button(index + 1, b.text),
         example: sample.startsWith(prefix) ? sample.slice(prefix.length) : sample,
         component: 'button' as const,
         button: index,

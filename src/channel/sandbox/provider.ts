@@ -4,7 +4,9 @@
 // With SANDBOX_AUTO_STATUS=on the reports it makes later are rows (sandbox_reports) with a
 // `run_at`, applied by the `sandbox-statuses` job by the service's clock: a restart loses none
 // and tests move them with the injected clock.
+
 import { randomUUID } from 'node:crypto';
+import { providerReason } from '../../http/messages.es-AR.js';
 import { newId } from '../../lib/ids.js';
 import { type DeliveryStatus, isDeliveryStatus, MARKETING_BLOCKED, reportStatus } from '../../messages/status.js';
 import type { Services } from '../../services.js';
@@ -14,8 +16,6 @@ import { type ChannelProvider, ProviderError, type SendRequest, type SendResult 
 export const UNDELIVERABLE = 131026;
 /** Recipient not allowed: what 0002 answers at send. */
 export const RECIPIENT_NOT_ALLOWED = 131030;
-
-export const SANDBOX_REJECT_REASON = 'el número de destino no acepta mensajes (número de prueba del sandbox terminado en 0002).';
 
 /** With SANDBOX_AUTO_STATUS=on: delivered after ~1 s, read after ~3 s, test failures after ~1 s. */
 export const DELIVERED_AFTER_MS = 1000;
@@ -35,7 +35,7 @@ export class SandboxProvider implements ChannelProvider {
 
   async send(req: SendRequest): Promise<SendResult> {
     const last4 = req.to.slice(-4);
-    if (last4 === '0002') throw new ProviderError('rejected', SANDBOX_REJECT_REASON, RECIPIENT_NOT_ALLOWED);
+    if (last4 === '0002') throw new ProviderError('rejected', providerReason('sandbox_rejected'), RECIPIENT_NOT_ALLOWED);
     const wamid = `wamid.SBX${randomUUID().replace(/-/g, '').toUpperCase()}`;
     const failure =
       last4 === '0001' ? UNDELIVERABLE : last4 === '0003' && req.template?.category === 'MARKETING' ? MARKETING_BLOCKED : null;
