@@ -99,12 +99,7 @@ export class RedisLimiter implements Limiter {
     timer.unref();
     this.redis.on('ready', () => {
       settle();
-      if (this.outage) {
-        this.outage = false;
-        this.skipUntil = 0;
-        this.log.warn('Redis reachable again: minute caps, API quota and IP blocks are shared across processes again');
-        for (const resolve of this.backOnRedis.splice(0)) resolve();
-      }
+      this.recovered();
     });
     this.redis.on('error', (err: Error) => {
       settle();
@@ -124,7 +119,7 @@ export class RedisLimiter implements Limiter {
   }
 
   private failed(err: unknown): void {
-    this.skipUntil = Date.now() + BACKOFF_MS;
+    this.skipUntil = this.clock.ms() + BACKOFF_MS;
     this.leases.clear();
     if (this.outage || this.closed) return;
     this.outage = true;
@@ -132,6 +127,18 @@ export class RedisLimiter implements Limiter {
       { err: { message: (err as Error)?.message, code: (err as { code?: string })?.code } },
       'Redis unreachable: limits fall back to per-process memory counters (fail open) until it is back',
     );
+  }
+
+  /**
+   * Redis answered again: a reconnection, or a command that succeeded after one that timed out on a
+   * connection that never dropped (then no 'ready' event comes).
+   */
+  private recovered(): void {
+    if (!this.outage) return;
+    this.outage = false;
+    this.skipUntil = 0;
+    this.log.warn('Redis reachable again: minute caps, API quota and IP blocks are shared across processes again');
+    for (const resolve of this.backOnRedis.splice(0)) resolve();
   }
 
   /** Resolves when the limiter decides in Redis again after an outage (at once when there is none). */
@@ -149,7 +156,7 @@ export class RedisLimiter implements Limiter {
         return false;
       }
     }
-    return Date.now() >= this.skipUntil;
+    return this.clock.ms() >= this.skipUntil;
   }
 
   private key(kind: string, id: string, suffix?: number): string {
@@ -187,6 +194,7 @@ export class RedisLimiter implements Limiter {
         IP_BLOCK_MS,
         KEY_TTL_MS,
       );
+      this.recovered();
       if (r === 1) {
         this.rememberBlock(ip, now + IP_BLOCK_MS);
         this.redis.publish(this.blockChannel(), `${ip} ${now + IP_BLOCK_MS}`).catch(() => {});
@@ -250,6 +258,7 @@ export class RedisLimiter implements Limiter {
         }
         r = await this.redis.chasquiAdmit(...keys, ...args(recorded === null));
       }
+      this.recovered();
     } catch (e) {
       this.failed(e);
       return this.fallback.admit(ctx, opts);

@@ -523,6 +523,57 @@ describe('shared state (issue "Limits" §5)', () => {
     }
   });
 
+  it.skipIf(!redisUrl)(
+    'Redis slow for a moment on a connection that never drops (commands time out): served meanwhile, and back on Redis at the next answer',
+    async () => {
+      const target = new URL(redisUrl!);
+      // A TCP relay in front of Redis that holds what the client sends while stalled (a slow
+      // network, not our code): commands time out, the connection stays up, no reconnection follows.
+      let stalled = false;
+      const held: Buffer[] = [];
+      const pipes: { upstream: Socket }[] = [];
+      const relay = createServer((client) => {
+        const upstream = connect(Number(target.port || 6379), target.hostname);
+        for (const s of [client, upstream]) s.on('error', () => {});
+        pipes.push({ upstream });
+        client.on('data', (d: Buffer) => (stalled ? held.push(d) : upstream.write(d)));
+        upstream.pipe(client);
+        client.on('close', () => upstream.destroy());
+        upstream.on('close', () => client.destroy());
+      });
+      const port = await new Promise<number>((resolve) =>
+        relay.listen(0, '127.0.0.1', () => resolve((relay.address() as AddressInfo).port)),
+      );
+      const a = await startTestApp({
+        env: { REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_KEY_PREFIX: `chasqui-test-stall-${process.pid}-${Date.now()}` },
+      });
+      try {
+        a.clock.set(MINUTE);
+        const acc = await a.createAccount({ limits: { requestsPerMinute: 50 } });
+        expect((await acc.call('GET', '/me')).status).toBe(200);
+        const limiter = a.rt.services.limiter as RedisLimiter;
+        stalled = true;
+        // A send always asks Redis: its command times out and the answer comes from memory.
+        expect((await acc.call('GET', '/me')).status).toBe(200);
+        expect((await acc.call('POST', '/messages', { to: freshPhone(), text: 'hola' })).status).toBe(409);
+        let back = false;
+        void limiter.whenShared().then(() => {
+          back = true;
+        });
+        stalled = false;
+        for (const { upstream } of pipes) for (const d of held.splice(0)) upstream.write(d);
+        // Once the back-off ends (by the service clock), the next request is decided in Redis again.
+        a.clock.advance(1_000);
+        expect((await acc.call('POST', '/messages', { to: freshPhone(), text: 'hola' })).status).toBe(409);
+        await limiter.whenShared();
+        expect(back).toBe(true);
+      } finally {
+        await a.close();
+        relay.close();
+      }
+    },
+  );
+
   it.skipIf(!shared)('two app instances on one PostgreSQL + Redis share the minute cap, the monthly quota and the IP block', async () => {
     const a1 = await startTestApp();
     const a2 = await startTestApp({ sameDataAs: a1, clock: a1.clock });
