@@ -1,5 +1,6 @@
 // Campaign request and response shapes (decisions.md "Campaigns").
 import { z } from 'zod';
+import { atMostKeys, MAX_ATTRIBUTES_PER_REQUEST } from '../contacts/schemas.js';
 import { textFor } from '../http/messages.es-AR.js';
 import { Timestamp, Uuid } from '../http/schemas.js';
 
@@ -36,7 +37,9 @@ export const CampaignInput = z.strictObject({
     .describe('Template variables; missing ones take each contact’s attribute, then the example'),
   audience: z
     .strictObject({
-      attributes: z.record(AttrKey, z.string().max(1000)).optional().describe('Contacts whose attributes equal all of these'),
+      attributes: atMostKeys(z.record(AttrKey, z.string().max(1000)), MAX_ATTRIBUTES_PER_REQUEST)
+        .optional()
+        .describe('Contacts whose attributes equal all of these'),
     })
     .optional(),
   phoneNumberId: Uuid.optional().describe('Number to send from; default: the account’s default connected number'),

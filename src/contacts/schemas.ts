@@ -23,11 +23,35 @@ export const PhoneInput = z
 
 const AttributeKey = z.string().regex(ATTRIBUTE_KEY, { message: textFor('attribute_key_invalid') });
 
-export const Attributes = z
-  .record(AttributeKey, z.string().max(1000).describe('Attribute value: always text, at most 1,000 characters'), {
-    error: (iss) => (iss.code === 'invalid_key' ? textFor('attribute_key_invalid') : undefined),
-  })
-  .describe('Custom fields: keys of 1–64 letters, digits or _; values are text');
+/** Keys one request may send (decisions.md "Attribute counts"). */
+export const MAX_ATTRIBUTES_PER_REQUEST = 100;
+
+/**
+ * An object of at most `max` keys, counted before its entries are validated: a body of 30,000
+ * keys gets one problem naming the object, not one per key.
+ */
+export function atMostKeys<T extends z.ZodType>(schema: T, max: number) {
+  return z.preprocess(
+    (value, ctx) => {
+      if (value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length > max) {
+        ctx.addIssue({ code: 'custom', message: textFor('attributes_too_many', { max }) });
+      }
+      return value;
+    },
+    schema.meta({ maxProperties: max }),
+  );
+}
+
+export const Attributes = atMostKeys(
+  z
+    .record(
+      AttributeKey,
+      z.string().max(1000).nullable().describe('Attribute value: text of at most 1,000 characters; null removes the key'),
+      { error: (iss) => (iss.code === 'invalid_key' ? textFor('attribute_key_invalid') : undefined) },
+    )
+    .describe('Custom fields: keys of 1–64 letters, digits or _; values are text, null removes the key'),
+  MAX_ATTRIBUTES_PER_REQUEST,
+);
 
 export const ContactInput = z.strictObject({
   phone: PhoneInput.describe('International format with country code; spaces, hyphens and one leading + are accepted').meta({
@@ -35,7 +59,7 @@ export const ContactInput = z.strictObject({
   }),
   name: z.string().max(120).optional().describe('Replaced only when sent').meta({ example: 'Ana Pérez' }),
   attributes: Attributes.optional()
-    .describe('Merged with the existing attributes: only the sent keys change')
+    .describe('Merged with the existing attributes (JSON Merge Patch): only the sent keys change, null removes a key')
     .meta({ example: { ciudad: 'Rosario', pedido: '1234' } }),
 });
 

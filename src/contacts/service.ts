@@ -8,6 +8,7 @@ import { newId } from '../lib/ids.js';
 import { effectiveLimits, suggestPlan } from '../limits/plans.js';
 import type { Services } from '../services.js';
 import { emitEvent } from '../webhooks/outbox.js';
+import { type AttributePatch, assertAttributeRoom, mergePatch, rememberFields } from './attributes.js';
 
 export interface ContactView {
   id: string;
@@ -74,25 +75,16 @@ export async function assertContactRoom(trx: Trx, account: AccountRow): Promise<
   }
 }
 
-/** Registers attribute keys the account did not have as text fields (api.md §4). */
-export async function rememberFields(trx: Executor, accountId: string, keys: string[], now: Date): Promise<void> {
-  if (keys.length === 0) return;
-  await trx
-    .insertInto('contact_fields')
-    .values(keys.map((key) => ({ account_id: accountId, key, created_at: now })))
-    .onConflict((oc) => oc.doNothing())
-    .execute();
-}
-
 export interface UpsertInput {
   phone: string;
   name?: string;
-  attributes?: Record<string, string>;
+  attributes?: AttributePatch;
 }
 
 /**
- * Creates or updates by canonical phone inside `trx`: attributes merged (only sent keys change),
- * name replaced only when sent. `created` tells 201 from 200.
+ * Creates or updates by canonical phone inside `trx`: attributes merged (only sent keys change,
+ * null removes one), name replaced only when sent. `created` tells 201 from 200. Locks, in order:
+ * the contact row, the account row (only when creating under a contact limit), the fields lock.
  */
 export async function upsertContact(
   trx: Trx,
@@ -100,7 +92,7 @@ export async function upsertContact(
   input: UpsertInput,
   now: Date,
 ): Promise<{ contact: ContactRow; created: boolean }> {
-  const attrs = input.attributes ?? {};
+  const patch = input.attributes ?? {};
   const lockByPhone = () =>
     trx
       .selectFrom('contacts')
@@ -110,6 +102,7 @@ export async function upsertContact(
       .forUpdate()
       .executeTakeFirst();
   let existing = await lockByPhone();
+  let inserted: ContactRow | undefined;
   if (!existing) {
     try {
       await assertContactRoom(trx, account);
@@ -121,51 +114,46 @@ export async function upsertContact(
       if (!existing) throw err;
     }
   }
-  let created = false;
-  let contact: ContactRow;
-  if (existing) {
-    contact = await trx
-      .updateTable('contacts')
-      .set({
-        ...(input.name !== undefined ? { name: input.name } : {}),
-        attributes: sql`attributes || ${JSON.stringify(attrs)}::jsonb`,
-        updated_at: now,
-      })
-      .where('id', '=', existing.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-  } else {
-    const row = await trx
-      .insertInto('contacts')
-      .values({
-        id: newId(),
-        account_id: account.id,
-        phone: input.phone,
-        name: input.name ?? '',
-        attributes: JSON.stringify(attrs),
-        created_at: now,
-        updated_at: now,
-      })
-      // A concurrent request may have created the same phone since our read: update it instead.
-      .onConflict((oc) =>
-        oc
-          .columns(['account_id', 'phone'])
-          .where('phone', 'is not', null)
-          .doUpdateSet({
-            ...(input.name !== undefined ? { name: input.name } : {}),
-            attributes: sql`contacts.attributes || excluded.attributes`,
-            updated_at: now,
-          }),
-      )
-      .returningAll()
-      .returning(sql<boolean>`(xmax = 0)`.as('inserted'))
-      .executeTakeFirstOrThrow();
-    const { inserted, ...rest } = row;
-    contact = rest;
-    created = inserted;
+  if (!existing) {
+    inserted = await insertContact(trx, account.id, input, patch, now);
+    // A concurrent request created the same phone since our read: update it instead.
+    if (!inserted) existing = await lockByPhone();
+    if (!inserted && !existing) throw new Error('contact vanished after a conflicting insert');
   }
-  await rememberFields(trx, account.id, Object.keys(attrs), now);
-  return { contact, created };
+  const contact = inserted ?? (await updateContact(trx, existing!, input, patch, now));
+  const setKeys = Object.keys(patch).filter((k) => patch[k] !== null);
+  await rememberFields(trx, account.id, setKeys, now);
+  return { contact, created: inserted !== undefined };
+}
+
+const insertContact = (trx: Trx, accountId: string, input: UpsertInput, patch: AttributePatch, now: Date) =>
+  trx
+    .insertInto('contacts')
+    .values({
+      id: newId(),
+      account_id: accountId,
+      phone: input.phone,
+      name: input.name ?? '',
+      attributes: sql`jsonb_strip_nulls(${JSON.stringify(patch)}::jsonb)`,
+      created_at: now,
+      updated_at: now,
+    })
+    .onConflict((oc) => oc.columns(['account_id', 'phone']).where('phone', 'is not', null).doNothing())
+    .returningAll()
+    .executeTakeFirst();
+
+function updateContact(trx: Trx, existing: ContactRow, input: UpsertInput, patch: AttributePatch, now: Date): Promise<ContactRow> {
+  assertAttributeRoom(existing.attributes, patch);
+  return trx
+    .updateTable('contacts')
+    .set({
+      ...(input.name !== undefined ? { name: input.name } : {}),
+      attributes: mergePatch(patch),
+      updated_at: now,
+    })
+    .where('id', '=', existing.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 /**

@@ -25,6 +25,7 @@ import { sql } from 'kysely';
 import type { Services } from '../services.js';
 import { ApiError, invalid } from './errors.js';
 import { textFor } from './messages.es-AR.js';
+import { MAX_JSON_DEPTH } from './storable.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -44,16 +45,19 @@ const HEADER = 'idempotency-key';
 /** Error codes thrown after the send was recorded: the request acted, so its answer is kept. */
 const ACTED_ERRORS = new Set(['provider_rejected', 'provider_temporary', 'provider_window', 'provider_template']);
 
-/** JSON with sorted object keys: the same body in another key order is the same request. */
-export function canonicalJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
-  if (v && typeof v === 'object') {
-    const entries = Object.entries(v as Record<string, unknown>)
-      .filter(([, x]) => x !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonicalJson(x)}`).join(',')}}`;
-  }
-  return JSON.stringify(v) ?? 'null';
+/**
+ * JSON with sorted object keys: the same body in another key order is the same request. Bodies
+ * nest at most MAX_JSON_DEPTH levels (the parser refuses deeper ones); past that this refuses
+ * with the same 400 rather than recurse without bound.
+ */
+export function canonicalJson(v: unknown, depth = 0): string {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v) ?? 'null';
+  if (depth === MAX_JSON_DEPTH) throw invalid([], textFor('json_too_deep', { max: MAX_JSON_DEPTH }));
+  if (Array.isArray(v)) return `[${v.map((x) => canonicalJson(x, depth + 1)).join(',')}]`;
+  const entries = Object.entries(v as Record<string, unknown>)
+    .filter(([, x]) => x !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonicalJson(x, depth + 1)}`).join(',')}}`;
 }
 
 /** What "the same request" means: the same route and the same JSON body (sha256, hex). */

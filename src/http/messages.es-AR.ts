@@ -175,6 +175,19 @@ export const catalogue = {
     status: 400,
     text: 'Las claves de atributos tienen de 1 a 64 caracteres: letras sin acento, números o _. Renombrá la clave.',
   },
+  attributes_too_many: {
+    status: 400,
+    text: (p) => `Enviá como máximo ${p.max} atributos por pedido. Repartilos en varios pedidos.`,
+  },
+  attributes_contact_full: {
+    status: 400,
+    text: (p) => `Un contacto tiene como máximo ${p.max} atributos. Borrá los que no uses (con null) antes de agregar otros.`,
+  },
+  attribute_fields_limit: {
+    status: 409,
+    text: (p) =>
+      `Tu cuenta llegó al máximo de campos de atributos (${p.max}): este pedido crea ${p.wanted} y quedan ${p.free} libres. Usá campos que ya existan.`,
+  },
   idempotency_key_invalid: { status: 400, text: 'El encabezado Idempotency-Key tiene que tener entre 1 y 255 caracteres.' },
   template_variables_mismatch: {
     status: 400,

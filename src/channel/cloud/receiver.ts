@@ -2,6 +2,7 @@
 // app secrets, and run every message and status through the same inbound/status code the sandbox
 // uses. Idempotent (Meta re-sends): messages dedupe on the wamid, statuses only move forward,
 // template updates set a state.
+import { sql } from 'kysely';
 import { receiveInbound } from '../../conversations/inbound.js';
 import type { PhoneNumberRow } from '../../db/types.js';
 import { ApiError } from '../../http/errors.js';
@@ -52,17 +53,23 @@ export async function handleWebhook(s: Services, raw: Buffer, payload: unknown, 
 
   const graphIds = [...new Set(items.flatMap((i) => (i.kind === 'template' ? [] : [i.graphPhoneNumberId])))];
   const wabaIds = [...new Set(items.flatMap((i) => (i.kind === 'template' ? [i.wabaId] : [])))];
+  // Ids from the body travel as one array parameter each, however many the body names.
   const [byGraphId, byWaba] = await Promise.all([
     graphIds.length > 0
       ? s.db
           .selectFrom('phone_numbers')
           .selectAll()
           .where('provider', '=', 'cloud')
-          .where('cloud_phone_number_id', 'in', graphIds)
+          .where(sql<boolean>`cloud_phone_number_id = any(${graphIds}::text[])`)
           .execute()
       : Promise.resolve([] as PhoneNumberRow[]),
     wabaIds.length > 0
-      ? s.db.selectFrom('phone_numbers').selectAll().where('provider', '=', 'cloud').where('cloud_waba_id', 'in', wabaIds).execute()
+      ? s.db
+          .selectFrom('phone_numbers')
+          .selectAll()
+          .where('provider', '=', 'cloud')
+          .where(sql<boolean>`cloud_waba_id = any(${wabaIds}::text[])`)
+          .execute()
       : Promise.resolve([] as PhoneNumberRow[]),
   ]);
 
