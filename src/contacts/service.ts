@@ -170,7 +170,8 @@ export async function upsertContact(
 
 /**
  * The contact a send goes to: existing, or created silently (no contact.created) under the
- * contact limit (api.md §4 POST /messages). `created` tells whether this call made it.
+ * contact limit (api.md §4 POST /messages). `created` tells whether this call made it. Either way
+ * the contact row is locked first (docs/architecture.md "Lock order").
  */
 export async function contactForSend(
   trx: Trx,
@@ -178,7 +179,13 @@ export async function contactForSend(
   phone: string,
   now: Date,
 ): Promise<{ contact: ContactRow; created: boolean }> {
-  const existing = await findContactByPhone(trx, account.id, phone);
+  const existing = await trx
+    .selectFrom('contacts')
+    .selectAll()
+    .where('account_id', '=', account.id)
+    .where('phone', '=', phone)
+    .forNoKeyUpdate()
+    .executeTakeFirst();
   if (existing) return { contact: existing, created: false };
   await assertContactRoom(trx, account);
   const row = await trx
@@ -194,8 +201,9 @@ export async function contactForSend(
 
 /**
  * The contact who wrote (the inbound path): found by phone (or social user), else created
- * (`created` true). A concurrent first message of the same person is absorbed by the unique index.
- * A customer who writes is never refused: the plan's contact limit does not apply here.
+ * (`created` true), and locked first (docs/architecture.md "Lock order"). A concurrent first
+ * message of the same person is absorbed by the unique index. A customer who writes is never
+ * refused: the plan's contact limit does not apply here.
  */
 export async function contactForInbound(
   trx: Trx,
@@ -205,8 +213,10 @@ export async function contactForInbound(
 ): Promise<{ contact: ContactRow; created: boolean }> {
   const find = () => {
     const q = trx.selectFrom('contacts').selectAll().where('account_id', '=', accountId);
+    // NO KEY UPDATE: it excludes the other writers of this contact, not the inserts elsewhere that
+    // only reference it (a campaign's audience takes KEY SHARE).
     return ('phone' in key ? q.where('phone', '=', key.phone) : q.where('socialchat_id', '=', key.socialchat))
-      .forUpdate()
+      .forNoKeyUpdate()
       .executeTakeFirst();
   };
   const existing = await find();
@@ -250,6 +260,14 @@ export const markOptedOut = (trx: Trx, contactId: string, now: Date): Promise<Co
     .where('id', '=', contactId)
     .returningAll()
     .executeTakeFirstOrThrow();
+
+/**
+ * Locks a contact before the rows that hang from it (docs/architecture.md "Lock order"): NO KEY
+ * UPDATE excludes its other writers, not the inserts elsewhere that only reference it.
+ */
+export async function lockContact(trx: Trx, contactId: string): Promise<void> {
+  await trx.selectFrom('contacts').select('id').where('id', '=', contactId).forNoKeyUpdate().execute();
+}
 
 /** Provider code 131050: the contact stopped accepting marketing (decisions.md "Channel"). */
 export async function markMarketingOptOut(trx: Trx, contactId: string, now: Date): Promise<void> {
