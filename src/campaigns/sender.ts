@@ -50,7 +50,7 @@ async function startDue(s: Services): Promise<number> {
     .execute();
   let n = 0;
   for (const { id } of due) {
-    const started = await s.db.transaction().execute(async (trx) => {
+    const started = await transaction(s.db, async (trx) => {
       const c = await trx
         .selectFrom('campaigns')
         .selectAll()
@@ -240,7 +240,7 @@ async function record(s: Services, r: Recipient, res: Exclude<SendResult, { kind
 async function failCampaign(s: Services, campaignId: string, err: ApiError): Promise<void> {
   const now = s.clock.now();
   s.log.warn({ campaignId, code: err.code }, 'campaign stopped');
-  await s.db.transaction().execute(async (trx) => {
+  await transaction(s.db, async (trx) => {
     await trx
       .updateTable('campaigns')
       .set({ status: 'failed', completed_at: now })
@@ -259,7 +259,7 @@ async function failCampaign(s: Services, campaignId: string, err: ApiError): Pro
 /** Sending campaigns with nothing left to send become `completed` with `campaign.completed`. */
 async function completeFinished(s: Services): Promise<number> {
   const now = s.clock.now();
-  const done = await s.db.transaction().execute(async (trx) => {
+  const done = await transaction(s.db, async (trx) => {
     const rows = await trx
       .updateTable('campaigns')
       .set({ status: 'completed', completed_at: now })
