@@ -63,6 +63,49 @@ describe('concurrency on one contact (docs/architecture.md "Lock order")', () =>
   );
 });
 
+describe('every writer of one contact at once (docs/architecture.md "Lock order")', () => {
+  it.skipIf(!process.env.DATABASE_URL)(
+    '"one lock order on every path": inbound ‖ send ‖ status reports ‖ case outcome on one contact, with a subscribed webhook (events lock the delivery counter) → 0 × 5xx',
+    async () => {
+      const acc = await app.createAccount({ limits: { requestsPerMinute: null, messagesPerMinute: null } });
+      // A subscribed URL: every event also locks the account's delivery counter (escala has a quota).
+      expect((await app.admin('POST', `/accounts/${acc.id}/webhooks`, { url: 'http://127.0.0.1:9/hook' })).status).toBe(201);
+      const from = freshPhone();
+      const first = await app.inbound({ accountId: acc.id, from, text: 'hola' });
+      expect(first.status).toBe(201);
+      const earlier = [];
+      for (let i = 0; i < 10; i++)
+        earlier.push((await acc.call('POST', '/messages', { to: from, text: `antes ${i}` })).body.wamid as string);
+      const db = app.rt.services.db;
+      const kase = await db
+        .selectFrom('cases')
+        .select('id')
+        .where('conversation_id', '=', first.body.conversationId)
+        .executeTakeFirstOrThrow();
+
+      const calls: Promise<{ status: number }>[] = [];
+      for (let i = 0; i < 20; i++) {
+        calls.push(app.inbound({ accountId: acc.id, from, text: `pregunta ${i}` }));
+        calls.push(acc.call('POST', '/messages', { to: from, text: `respuesta ${i}` }));
+        const wamid = earlier[i % earlier.length]!;
+        // 131050 on some: the contact's marketingOptOut changes from the status path too.
+        const report = i % 4 === 3 ? { wamid, status: 'failed', code: 131050 } : { wamid, status: i % 2 ? 'read' : 'delivered' };
+        calls.push(app.admin('POST', '/sandbox/status', report));
+        calls.push(acc.call('POST', `/cases/${kase.id}/outcome`, { result: i % 2 ? 'won' : 'lost' }));
+      }
+      const statuses = (await Promise.all(calls)).map((a) => a.status);
+      expect(statuses.filter((st) => st >= 500)).toEqual([]);
+      expect(statuses.filter((st) => st >= 300)).toEqual([]);
+      const { n } = await db
+        .selectFrom('messages')
+        .select(sql<number>`count(*)::int`.as('n'))
+        .where('account_id', '=', acc.id)
+        .executeTakeFirstOrThrow();
+      expect(n).toBe(1 + 10 + 20 + 20);
+    },
+  );
+});
+
 describe('campaign sends and our own errors (decisions.md "Campaigns")', () => {
   let quiet: TestApp;
   beforeAll(async () => {
