@@ -181,6 +181,7 @@ async function oursFailed(s: Services, c: CampaignRow, r: Recipient, err: unknow
     .where('contact_id', '=', r.contact_id)
     .where('status', '=', 'pending')
     .executeTakeFirst()
+    // Unreadable (the database is down): as unknown as a pending message.
     .catch(() => ({ id: null }));
   if (inFlight) return { kind: 'unresolved' };
   const at = retryAt(s, r);
@@ -189,43 +190,29 @@ async function oursFailed(s: Services, c: CampaignRow, r: Recipient, err: unknow
 
 async function record(s: Services, r: Recipient, res: Exclude<SendResult, { kind: 'fatal' | 'unresolved' }>): Promise<void> {
   const now = s.clock.now();
-  if (res.kind === 'retry') {
-    // Back to pending until its time; nothing is counted yet.
-    await s.db
-      .updateTable('campaign_recipients')
-      .set((eb) => ({
-        status: 'pending',
-        attempts: eb('attempts', '+', 1),
-        retry_at: res.at,
-        message_id: res.messageId ?? null,
-        error: res.error,
-        updated_at: now,
-      }))
-      .where('campaign_id', '=', r.campaign_id)
-      .where('contact_id', '=', r.contact_id)
-      .execute();
-    return;
-  }
-  // The campaign row before its recipients, as cancel and failCampaign take them (docs/architecture.md "Lock order").
   await transaction(s.db, async (trx) => {
-    await trx
-      .updateTable('campaigns')
-      .set((eb) =>
-        res.kind === 'sent'
-          ? { sent: eb('sent', '+', 1) }
-          : res.kind === 'failed'
-            ? { failed: eb('failed', '+', 1) }
-            : // Skipped (opted out since the start): it is no longer a recipient.
-              { recipients: eb('recipients', '-', 1) },
-      )
-      .where('id', '=', r.campaign_id)
-      .execute();
+    // The campaign row before its recipients (docs/architecture.md "Lock order"). A retry goes
+    // back to pending until its time and counts nothing yet.
+    if (res.kind !== 'retry') {
+      await trx
+        .updateTable('campaigns')
+        .set((eb) =>
+          res.kind === 'sent'
+            ? { sent: eb('sent', '+', 1) }
+            : res.kind === 'failed'
+              ? { failed: eb('failed', '+', 1) }
+              : // Skipped (opted out since the start): it is no longer a recipient.
+                { recipients: eb('recipients', '-', 1) },
+        )
+        .where('id', '=', r.campaign_id)
+        .execute();
+    }
     await trx
       .updateTable('campaign_recipients')
       .set((eb) => ({
-        status: res.kind,
+        status: res.kind === 'retry' ? 'pending' : res.kind,
         attempts: eb('attempts', '+', 1),
-        retry_at: null,
+        retry_at: res.kind === 'retry' ? res.at : null,
         message_id: 'messageId' in res ? (res.messageId ?? null) : null,
         error: 'error' in res ? res.error : null,
         updated_at: now,
