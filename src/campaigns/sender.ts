@@ -2,6 +2,7 @@
 // same sendMessage as POST /messages (which never passes through the HTTP guards, so campaign
 // sends never count against API limits), and completes the finished ones (`campaign.completed`).
 import { sql } from 'kysely';
+import { transaction } from '../db/retry.js';
 import type { AccountRow, CampaignRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { sendMessage } from '../messages/send.js';
@@ -49,7 +50,7 @@ async function startDue(s: Services): Promise<number> {
     .execute();
   let n = 0;
   for (const { id } of due) {
-    const started = await s.db.transaction().execute(async (trx) => {
+    const started = await transaction(s.db, async (trx) => {
       const c = await trx
         .selectFrom('campaigns')
         .selectAll()
@@ -125,7 +126,12 @@ type SendResult =
   | { kind: 'failed'; error: string; messageId?: string }
   | { kind: 'retry'; error: string; messageId?: string; at: Date }
   | { kind: 'skipped'; error: string }
-  | { kind: 'fatal'; error: ApiError };
+  | { kind: 'fatal'; error: ApiError }
+  /** Left `sending` for resolveStuck. */
+  | { kind: 'unresolved' };
+
+/** The recipient's error when the failure was ours (no database text is kept). */
+const OURS = 'internal_error';
 
 async function sendOne(s: Services, account: AccountRow, c: CampaignRow, marketing: boolean, r: Recipient): Promise<SendResult> {
   // The contact may have opted out since the audience was fixed (read when it was claimed).
@@ -144,64 +150,75 @@ async function sendOne(s: Services, account: AccountRow, c: CampaignRow, marketi
     if (err instanceof ApiError && CAMPAIGN_FATAL.has(err.code)) return { kind: 'fatal', error: err };
     if (err instanceof ApiError && (err.code === 'send_opted_out' || err.code === 'contact_opted_out'))
       return { kind: 'skipped', error: 'opted_out' };
-    const messageId = err instanceof ApiError && typeof err.extra.messageId === 'string' ? err.extra.messageId : undefined;
-    const error = err instanceof Error ? err.message : String(err);
+    if (!(err instanceof ApiError)) return oursFailed(s, c, r, err);
+    const messageId = typeof err.extra.messageId === 'string' ? err.extra.messageId : undefined;
+    const error = err.message.slice(0, 500);
     // Provider down, rate limited or too slow: this message failed, the recipient is tried again
     // later with a new one; after the last try of the schedule it counts as failed.
-    const wait = s.config.CAMPAIGN_RETRY_SCHEDULE[r.attempts];
-    if (err instanceof ApiError && err.code === 'provider_temporary' && wait !== undefined) {
-      const at = new Date(s.clock.ms() + wait * 1000);
-      return { kind: 'retry', error: error.slice(0, 500), at, ...(messageId ? { messageId } : {}) };
-    }
-    if (!(err instanceof ApiError)) s.log.warn({ err: { message: error }, campaignId: c.id }, 'campaign send failed');
-    return { kind: 'failed', error: error.slice(0, 500), ...(messageId ? { messageId } : {}) };
+    const at = err.code === 'provider_temporary' ? retryAt(s, r) : null;
+    if (at) return { kind: 'retry', error, at, ...(messageId ? { messageId } : {}) };
+    return { kind: 'failed', error, ...(messageId ? { messageId } : {}) };
   }
 }
 
-async function record(s: Services, r: Recipient, res: Exclude<SendResult, { kind: 'fatal' }>): Promise<void> {
+/** When the recipient is tried again (CAMPAIGN_RETRY_SCHEDULE), or null after its last try. */
+function retryAt(s: Services, r: Recipient): Date | null {
+  const wait = s.config.CAMPAIGN_RETRY_SCHEDULE[r.attempts];
+  return wait === undefined ? null : new Date(s.clock.ms() + wait * 1000);
+}
+
+/**
+ * An error of ours (the database, a deadlock, a bug), never the recipient's: tried again like a
+ * temporary refusal. If its message is still `pending` the provider may have taken it, so the
+ * recipient stays `sending` and resolveStuck decides from the stored wamid (never sent twice).
+ */
+async function oursFailed(s: Services, c: CampaignRow, r: Recipient, err: unknown): Promise<SendResult> {
+  s.log.warn({ err: { message: err instanceof Error ? err.message : String(err) }, campaignId: c.id }, 'campaign send failed');
+  const inFlight = await s.db
+    .selectFrom('messages')
+    .select('id')
+    .where('campaign_id', '=', c.id)
+    .where('contact_id', '=', r.contact_id)
+    .where('status', '=', 'pending')
+    .executeTakeFirst()
+    // Unreadable (the database is down): as unknown as a pending message.
+    .catch(() => ({ id: null }));
+  if (inFlight) return { kind: 'unresolved' };
+  const at = retryAt(s, r);
+  return at ? { kind: 'retry', error: OURS, at } : { kind: 'failed', error: OURS };
+}
+
+async function record(s: Services, r: Recipient, res: Exclude<SendResult, { kind: 'fatal' | 'unresolved' }>): Promise<void> {
   const now = s.clock.now();
-  if (res.kind === 'retry') {
-    // Back to pending until its time; nothing is counted yet.
-    await s.db
-      .updateTable('campaign_recipients')
-      .set((eb) => ({
-        status: 'pending',
-        attempts: eb('attempts', '+', 1),
-        retry_at: res.at,
-        message_id: res.messageId ?? null,
-        error: res.error,
-        updated_at: now,
-      }))
-      .where('campaign_id', '=', r.campaign_id)
-      .where('contact_id', '=', r.contact_id)
-      .execute();
-    return;
-  }
-  await s.db.transaction().execute(async (trx) => {
+  await transaction(s.db, async (trx) => {
+    // The campaign row before its recipients (docs/architecture.md "Lock order"). A retry goes
+    // back to pending until its time and counts nothing yet.
+    if (res.kind !== 'retry') {
+      await trx
+        .updateTable('campaigns')
+        .set((eb) =>
+          res.kind === 'sent'
+            ? { sent: eb('sent', '+', 1) }
+            : res.kind === 'failed'
+              ? { failed: eb('failed', '+', 1) }
+              : // Skipped (opted out since the start): it is no longer a recipient.
+                { recipients: eb('recipients', '-', 1) },
+        )
+        .where('id', '=', r.campaign_id)
+        .execute();
+    }
     await trx
       .updateTable('campaign_recipients')
       .set((eb) => ({
-        status: res.kind,
+        status: res.kind === 'retry' ? 'pending' : res.kind,
         attempts: eb('attempts', '+', 1),
-        retry_at: null,
+        retry_at: res.kind === 'retry' ? res.at : null,
         message_id: 'messageId' in res ? (res.messageId ?? null) : null,
         error: 'error' in res ? res.error : null,
         updated_at: now,
       }))
       .where('campaign_id', '=', r.campaign_id)
       .where('contact_id', '=', r.contact_id)
-      .execute();
-    await trx
-      .updateTable('campaigns')
-      .set((eb) =>
-        res.kind === 'sent'
-          ? { sent: eb('sent', '+', 1) }
-          : res.kind === 'failed'
-            ? { failed: eb('failed', '+', 1) }
-            : // Skipped (opted out since the start): it is no longer a recipient.
-              { recipients: eb('recipients', '-', 1) },
-      )
-      .where('id', '=', r.campaign_id)
       .execute();
   });
 }
@@ -210,7 +227,7 @@ async function record(s: Services, r: Recipient, res: Exclude<SendResult, { kind
 async function failCampaign(s: Services, campaignId: string, err: ApiError): Promise<void> {
   const now = s.clock.now();
   s.log.warn({ campaignId, code: err.code }, 'campaign stopped');
-  await s.db.transaction().execute(async (trx) => {
+  await transaction(s.db, async (trx) => {
     await trx
       .updateTable('campaigns')
       .set({ status: 'failed', completed_at: now })
@@ -229,7 +246,7 @@ async function failCampaign(s: Services, campaignId: string, err: ApiError): Pro
 /** Sending campaigns with nothing left to send become `completed` with `campaign.completed`. */
 async function completeFinished(s: Services): Promise<number> {
   const now = s.clock.now();
-  const done = await s.db.transaction().execute(async (trx) => {
+  const done = await transaction(s.db, async (trx) => {
     const rows = await trx
       .updateTable('campaigns')
       .set({ status: 'completed', completed_at: now })
@@ -283,7 +300,7 @@ export async function runCampaigns(s: Services): Promise<number> {
         if (res.kind === 'fatal') {
           entry.fatal = true;
           await failCampaign(s, entry.c.id, res.error);
-        } else {
+        } else if (res.kind !== 'unresolved') {
           await record(s, r, res);
         }
         changed += 1;

@@ -1,6 +1,7 @@
 // Opening a case from the inbound path (api.md §3 "Case": a customer writes and no case is open).
 import { sql } from 'kysely';
 import type { Trx } from '../db/index.js';
+import type { CaseRow } from '../db/types.js';
 import { newId } from '../lib/ids.js';
 import { emitCaseEvent } from './service.js';
 
@@ -22,9 +23,24 @@ const HOUR_MS = 60 * 60 * 1000;
 type StoredAd = { id: string; headline: string; sourceUrl: string; at: string };
 
 /**
- * Inside the inbound transaction: when the conversation has no open case, opens one in the
- * account's default pipeline's first `open` stage and emits `case.opened`; otherwise updates
- * the open case's lastInboundAt. Returns the case id.
+ * The conversation's open case, locked: the inbound path takes it right after the conversation
+ * and before it writes any event (the outbox's delivery counter is the last lock: docs/
+ * architecture.md "Lock order"). The caller holds the conversation's lock, so no other inbound
+ * decides meanwhile whether a case opens.
+ */
+export const lockOpenCase = (trx: Trx, conversationId: string): Promise<CaseRow | undefined> =>
+  trx
+    .selectFrom('cases')
+    .selectAll()
+    .where('conversation_id', '=', conversationId)
+    .where('status', '=', 'open')
+    .forUpdate()
+    .executeTakeFirst();
+
+/**
+ * Inside the inbound transaction, with `open` from lockOpenCase: when the conversation has no
+ * open case, opens one in the account's default pipeline's first `open` stage and emits
+ * `case.opened`; otherwise updates the open case's lastInboundAt. Returns the case id.
  *
  * - The new case also emits `case.stage_changed` when it enters a pipeline stage (api.md §3:
  *   "enters a pipeline"). Without a default pipeline the case has stage null and only
@@ -35,20 +51,11 @@ type StoredAd = { id: string; headline: string; sourceUrl: string; at: string };
  * - `ad`: this message's referral (if the message is within 7 days), else the latest ad of the
  *   contact's earlier cases when that click is within 7 days of this message.
  */
-export async function openCaseForInbound(trx: Trx, input: OpenCaseInput, now: Date): Promise<string | null> {
-  // One inbound at a time per conversation decides whether a case opens.
-  await trx.selectFrom('conversations').select('id').where('id', '=', input.conversationId).forUpdate().execute();
+export async function openCaseForInbound(trx: Trx, input: OpenCaseInput, open: CaseRow | undefined, now: Date): Promise<string | null> {
   const at = input.at;
   const referral: StoredAd | null =
     input.referral && now.getTime() - at.getTime() <= AD_WINDOW_MS ? { ...input.referral, at: at.toISOString() } : null;
 
-  const open = await trx
-    .selectFrom('cases')
-    .selectAll()
-    .where('conversation_id', '=', input.conversationId)
-    .where('status', '=', 'open')
-    .forUpdate()
-    .executeTakeFirst();
   if (open) {
     const deadline = open.last_inbound_at.getTime() + open.inactivity_hours * HOUR_MS;
     if (at.getTime() < deadline) {

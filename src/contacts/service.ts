@@ -42,9 +42,6 @@ export async function getContact(db: Executor, accountId: string, id: string): P
   return row;
 }
 
-export const findContactByPhone = (db: Executor, accountId: string, phone: string) =>
-  db.selectFrom('contacts').selectAll().where('account_id', '=', accountId).where('phone', '=', phone).executeTakeFirst();
-
 /**
  * Checks the plan's contact limit before creating one more (api.md §7: 402 only when creating).
  * Locks the account row so concurrent creations cannot pass the limit together (NO KEY UPDATE:
@@ -158,7 +155,8 @@ function updateContact(trx: Trx, existing: ContactRow, input: UpsertInput, patch
 
 /**
  * The contact a send goes to: existing, or created silently (no contact.created) under the
- * contact limit (api.md §4 POST /messages). `created` tells whether this call made it.
+ * contact limit (api.md §4 POST /messages). `created` tells whether this call made it. Either way
+ * the contact row is locked first (docs/architecture.md "Lock order").
  */
 export async function contactForSend(
   trx: Trx,
@@ -166,7 +164,13 @@ export async function contactForSend(
   phone: string,
   now: Date,
 ): Promise<{ contact: ContactRow; created: boolean }> {
-  const existing = await findContactByPhone(trx, account.id, phone);
+  const existing = await trx
+    .selectFrom('contacts')
+    .selectAll()
+    .where('account_id', '=', account.id)
+    .where('phone', '=', phone)
+    .forNoKeyUpdate()
+    .executeTakeFirst();
   if (existing) return { contact: existing, created: false };
   await assertContactRoom(trx, account);
   const row = await trx
@@ -182,8 +186,9 @@ export async function contactForSend(
 
 /**
  * The contact who wrote (the inbound path): found by phone (or social user), else created
- * (`created` true). A concurrent first message of the same person is absorbed by the unique index.
- * A customer who writes is never refused: the plan's contact limit does not apply here.
+ * (`created` true), and locked first (docs/architecture.md "Lock order"). A concurrent first
+ * message of the same person is absorbed by the unique index. A customer who writes is never
+ * refused: the plan's contact limit does not apply here.
  */
 export async function contactForInbound(
   trx: Trx,
@@ -193,8 +198,10 @@ export async function contactForInbound(
 ): Promise<{ contact: ContactRow; created: boolean }> {
   const find = () => {
     const q = trx.selectFrom('contacts').selectAll().where('account_id', '=', accountId);
+    // NO KEY UPDATE: it excludes the other writers of this contact, not the inserts elsewhere that
+    // only reference it (a campaign's audience takes KEY SHARE).
     return ('phone' in key ? q.where('phone', '=', key.phone) : q.where('socialchat_id', '=', key.socialchat))
-      .forUpdate()
+      .forNoKeyUpdate()
       .executeTakeFirst();
   };
   const existing = await find();
@@ -238,6 +245,14 @@ export const markOptedOut = (trx: Trx, contactId: string, now: Date): Promise<Co
     .where('id', '=', contactId)
     .returningAll()
     .executeTakeFirstOrThrow();
+
+/**
+ * Locks a contact before the rows that hang from it (docs/architecture.md "Lock order"): NO KEY
+ * UPDATE excludes its other writers, not the inserts elsewhere that only reference it.
+ */
+export async function lockContact(trx: Trx, contactId: string): Promise<void> {
+  await trx.selectFrom('contacts').select('id').where('id', '=', contactId).forNoKeyUpdate().execute();
+}
 
 /** Provider code 131050: the contact stopped accepting marketing (decisions.md "Channel"). */
 export async function markMarketingOptOut(trx: Trx, contactId: string, now: Date): Promise<void> {

@@ -1,7 +1,8 @@
 // The inbound path (a customer writes): shared by the sandbox and the Cloud API receiver.
 // One transaction: dedupe on the provider message id → contact (created on first write, with
 // `contact.created`) → conversation and its 24-hour window → the message → `message.received` →
-// opt-out → case. Events go through the outbox; the dispatcher is woken after commit.
+// opt-out → case. Events go through the outbox, written in that order once every row lock is
+// taken; the dispatcher is woken after commit.
 //
 // Decisions (see the report / docs): a customer who writes is never refused, so the plan's
 // contact limit does not apply here (api.md §7 lists it only for POST /contacts and sends);
@@ -9,11 +10,12 @@
 
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { openCaseForInbound } from '../cases/open.js';
+import { lockOpenCase, openCaseForInbound } from '../cases/open.js';
 import { isOptOutPhrase } from '../contacts/opt-out.js';
 import { contactForInbound, contactView, fillProfileName, markOptedOut } from '../contacts/service.js';
 import type { Trx } from '../db/index.js';
-import type { PhoneNumberRow } from '../db/types.js';
+import { transaction } from '../db/retry.js';
+import type { ContactRow, PhoneNumberRow } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
 import { canonicalPhone } from '../lib/phone.js';
 import { insertInboundMessage } from '../messages/service.js';
@@ -93,6 +95,106 @@ async function existingByWamid(db: Services['db'] | Trx, accountId: string, wami
   return m ? { messageId: m.id, contactId: m.contact_id, conversationId: m.conversation_id, duplicate: true } : null;
 }
 
+/** What the inbound transaction needs besides the input: the customer's key and the dedupe id. */
+interface Prepared {
+  input: InboundInput;
+  social: boolean;
+  key: { phone: string } | { socialchat: string };
+  wamid: string | null;
+}
+
+/** `message.received` data (decisions.md "Event data keys"). */
+function receivedData(
+  p: Prepared,
+  m: { id: string; conversationId: string; to: string | null; contact: ContactRow },
+): Record<string, unknown> {
+  const { input, social, wamid } = p;
+  return {
+    id: m.id,
+    ...(social ? { source: 'socialchat' } : { wamid }),
+    conversationId: m.conversationId,
+    to: m.to,
+    contact: {
+      id: m.contact.id,
+      name: m.contact.name,
+      ...(social ? { socialchat: m.contact.socialchat_id } : { phone: m.contact.phone }),
+    },
+    type: input.type,
+    text: input.text,
+    timestamp: input.timestamp.toISOString(),
+    ...(input.button ? { button: { text: input.button.text, payload: input.button.payload ?? null } } : {}),
+    ...(input.referral ? { referral: input.referral } : {}),
+  };
+}
+
+/**
+ * The inbound transaction. Locks in the one order (docs/architecture.md "Lock order"): contact →
+ * conversation → open case, all before the message and the first event, whose delivery counter
+ * is the last lock. It may run again (a deadlock elsewhere): it only touches the database.
+ */
+async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<InboundResult> {
+  const { input, social, wamid } = p;
+  const number = await receivingNumber(trx, input.accountId, input.phoneNumberId);
+  if (!number && !social) throw new ApiError('no_connected_number');
+
+  const found = await contactForInbound(trx, input.accountId, p.key, now);
+  let contact = await fillProfileName(trx, found.contact, input.name, now);
+  const channel = social ? 'socialchat' : 'whatsapp';
+  const phoneNumberId = social ? (input.phoneNumberId ? (number?.id ?? null) : null) : number!.id;
+  const conv = await conversationFor(trx, { accountId: input.accountId, contactId: contact.id, phoneNumberId, channel }, now);
+  const conversation = await touchInboundWindow(trx, conv.id, input.timestamp);
+  const silent = SILENT_TYPES.has(input.type);
+  const openCase = silent ? undefined : await lockOpenCase(trx, conversation.id);
+
+  const to = social ? (number && input.phoneNumberId ? number.phone : null) : number!.phone;
+  const message = await insertInboundMessage(
+    trx,
+    {
+      account_id: input.accountId,
+      conversation_id: conversation.id,
+      contact_id: contact.id,
+      phone_number_id: phoneNumberId,
+      type: input.type,
+      text: input.text,
+      to_phone: to,
+      wamid,
+      source: social ? 'socialchat' : 'inbound',
+      provider_timestamp: input.timestamp,
+    },
+    now,
+  );
+  if (!message) throw new AlreadyStored();
+
+  if (found.created) {
+    const data = { source: social ? 'socialchat' : 'inbound', contact: contactView(contact) };
+    await emitEvent(trx, { accountId: input.accountId, kind: 'contact.created', data }, now);
+  }
+  if (!silent) {
+    const data = receivedData(p, { id: message.id, conversationId: conversation.id, to, contact });
+    await emitEvent(trx, { accountId: input.accountId, kind: 'message.received', data }, now);
+  }
+
+  // Opt-out: the template's opt-out button, or a message that is nothing but an opt-out phrase.
+  const via = input.button?.optOut ? 'button' : !silent && isOptOutPhrase(input.text) ? 'keyword' : null;
+  if (via && !contact.opted_out) {
+    contact = await markOptedOut(trx, contact.id, now);
+    const data = { contact: contactView(contact), via, text: input.text ?? input.button?.text ?? null };
+    await emitEvent(trx, { accountId: input.accountId, kind: 'contact.opted_out', data }, now);
+  }
+
+  if (!silent) {
+    const at = input.timestamp;
+    const referral = input.referral ? { referral: input.referral } : {};
+    await openCaseForInbound(
+      trx,
+      { accountId: input.accountId, conversationId: conversation.id, contactId: contact.id, at, ...referral },
+      openCase,
+      now,
+    );
+  }
+  return { messageId: message.id, contactId: contact.id, conversationId: conversation.id, duplicate: false };
+}
+
 export async function receiveInbound(s: Services, input: InboundInput): Promise<InboundResult> {
   const social = input.socialchat !== undefined && input.socialchat !== '';
   let key: { phone: string } | { socialchat: string };
@@ -111,107 +213,7 @@ export async function receiveInbound(s: Services, input: InboundInput): Promise<
   const now = s.clock.now();
   let result: InboundResult;
   try {
-    result = await s.db.transaction().execute(async (trx) => {
-      const number = await receivingNumber(trx, input.accountId, input.phoneNumberId);
-      if (!number && !social) throw new ApiError('no_connected_number');
-
-      const found = await contactForInbound(trx, input.accountId, key, now);
-      let contact = await fillProfileName(trx, found.contact, input.name, now);
-      const created = found.created;
-      if (created) {
-        await emitEvent(
-          trx,
-          {
-            accountId: input.accountId,
-            kind: 'contact.created',
-            data: { source: social ? 'socialchat' : 'inbound', contact: contactView(contact) },
-          },
-          now,
-        );
-      }
-
-      const channel = social ? 'socialchat' : 'whatsapp';
-      const phoneNumberId = social ? (input.phoneNumberId ? (number?.id ?? null) : null) : number!.id;
-      const conv = await conversationFor(trx, { accountId: input.accountId, contactId: contact.id, phoneNumberId, channel }, now);
-      const conversation = await touchInboundWindow(trx, conv.id, input.timestamp);
-
-      const to = social ? (number && input.phoneNumberId ? number.phone : null) : number!.phone;
-      const message = await insertInboundMessage(
-        trx,
-        {
-          account_id: input.accountId,
-          conversation_id: conversation.id,
-          contact_id: contact.id,
-          phone_number_id: phoneNumberId,
-          type: input.type,
-          text: input.text,
-          to_phone: to,
-          wamid,
-          source: social ? 'socialchat' : 'inbound',
-          provider_timestamp: input.timestamp,
-        },
-        now,
-      );
-      if (!message) throw new AlreadyStored();
-
-      const silent = SILENT_TYPES.has(input.type);
-      if (!silent) {
-        await emitEvent(
-          trx,
-          {
-            accountId: input.accountId,
-            kind: 'message.received',
-            data: {
-              id: message.id,
-              ...(social ? { source: 'socialchat' } : { wamid }),
-              conversationId: conversation.id,
-              to,
-              contact: {
-                id: contact.id,
-                name: contact.name,
-                ...(social ? { socialchat: contact.socialchat_id } : { phone: contact.phone }),
-              },
-              type: input.type,
-              text: input.text,
-              timestamp: input.timestamp.toISOString(),
-              ...(input.button ? { button: { text: input.button.text, payload: input.button.payload ?? null } } : {}),
-              ...(input.referral ? { referral: input.referral } : {}),
-            },
-          },
-          now,
-        );
-      }
-
-      // Opt-out: the template's opt-out button, or a message that is nothing but an opt-out phrase.
-      const via = input.button?.optOut ? 'button' : !silent && isOptOutPhrase(input.text) ? 'keyword' : null;
-      if (via && !contact.opted_out) {
-        contact = await markOptedOut(trx, contact.id, now);
-        await emitEvent(
-          trx,
-          {
-            accountId: input.accountId,
-            kind: 'contact.opted_out',
-            data: { contact: contactView(contact), via, text: input.text ?? input.button?.text ?? null },
-          },
-          now,
-        );
-      }
-
-      if (!silent) {
-        await openCaseForInbound(
-          trx,
-          {
-            accountId: input.accountId,
-            conversationId: conversation.id,
-            contactId: contact.id,
-            at: input.timestamp,
-            ...(input.referral ? { referral: input.referral } : {}),
-          },
-          now,
-        );
-      }
-      return { messageId: message.id, contactId: contact.id, conversationId: conversation.id, duplicate: false };
-    });
+    result = await transaction(s.db, (trx) => storeInbound(trx, { input, social, key, wamid }, now));
   } catch (err) {
     if (err instanceof AlreadyStored && wamid) {
       const dup = await existingByWamid(s.db, input.accountId, wamid);

@@ -6,18 +6,40 @@ import { newId } from '../lib/ids.js';
 
 export const WINDOW_MS = 24 * 60 * 60 * 1000;
 
+/**
+ * The conversation of a contact on a number, created on first use and locked (NO KEY UPDATE). The
+ * caller holds the contact's lock (docs/architecture.md "Lock order"), so this is the second lock.
+ */
 export async function conversationFor(
   trx: Executor,
   k: { accountId: string; contactId: string; phoneNumberId: string | null; channel?: 'whatsapp' | 'socialchat' },
   now: Date,
 ): Promise<ConversationRow> {
   const channel = k.channel ?? 'whatsapp';
-  return trx
+  // A plain lock, not an upsert: ON CONFLICT DO UPDATE would write a row version on every message
+  // and lock it FOR UPDATE (its columns are the unique key), blocking the messages' key checks.
+  const find = () =>
+    trx
+      .selectFrom('conversations')
+      .selectAll()
+      .where('account_id', '=', k.accountId)
+      .where('contact_id', '=', k.contactId)
+      .where('channel', '=', channel)
+      .where('phone_number_id', k.phoneNumberId === null ? 'is' : '=', k.phoneNumberId)
+      .forNoKeyUpdate()
+      .executeTakeFirst();
+  const existing = await find();
+  if (existing) return existing;
+  const created = await trx
     .insertInto('conversations')
     .values({ id: newId(), account_id: k.accountId, contact_id: k.contactId, phone_number_id: k.phoneNumberId, channel, created_at: now })
-    .onConflict((oc) => oc.columns(['account_id', 'contact_id', 'channel', 'phone_number_id']).doUpdateSet({ channel }))
+    .onConflict((oc) => oc.columns(['account_id', 'contact_id', 'channel', 'phone_number_id']).doNothing())
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
+  if (created) return created;
+  const raced = await find();
+  if (!raced) throw new Error('conversation vanished after a conflicting insert');
+  return raced;
 }
 
 /** Free text is allowed within 24 h of the contact's last inbound message (api.md §3). */

@@ -6,6 +6,7 @@ import { ProviderError } from '../channel/types.js';
 import { contactForSend, markMarketingOptOut } from '../contacts/service.js';
 import { conversationFor, windowOpen } from '../conversations/service.js';
 import type { Db } from '../db/index.js';
+import { transaction } from '../db/retry.js';
 import type { AccountRow, PhoneNumberRow, TemplateRow, TemplateVariable } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
 import { providerReason, textFor } from '../http/messages.es-AR.js';
@@ -95,7 +96,9 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
   const template = input.template ? await templateForSend(s.db, account.id, input.template.id) : null;
 
   const now = s.clock.now();
-  const written = await s.db.transaction().execute(async (trx) => {
+  // Contact, then conversation, then the message (docs/architecture.md "Lock order"); nothing
+  // here leaves the database, so a deadlock can run it again.
+  const written = await transaction(s.db, async (trx) => {
     const { contact, created } = await contactForSend(trx, account, phone.phone, now);
     const conversation = await conversationFor(trx, { accountId: account.id, contactId: contact.id, phoneNumberId: number.id }, now);
     // Free text only within 24 h of the contact's last inbound message (api.md §3).
@@ -157,7 +160,7 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
     });
     wamid = sent.wamid;
   } catch (err) {
-    throw await failAtSend(s, pending.id, err);
+    throw await failAtSend(s, pending, err);
   }
 
   const at = s.clock.now();
@@ -174,19 +177,20 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
 }
 
 /** Marks the message failed with the provider's code and reason, and returns the error to answer. */
-async function failAtSend(s: Services, messageId: string, err: unknown): Promise<ApiError> {
+async function failAtSend(s: Services, pending: { id: string; contact_id: string }, err: unknown): Promise<ApiError> {
+  const messageId = pending.id;
   const pe = err instanceof ProviderError ? err : new ProviderError('temporary', providerReason('unexpected'), null);
   if (!(err instanceof ProviderError)) s.log.error({ err, messageId }, 'channel provider failed unexpectedly');
   const now = s.clock.now();
-  await s.db.transaction().execute(async (trx) => {
-    const m = await trx
+  await transaction(s.db, async (trx) => {
+    // 131050 at send (the provider may answer it synchronously): the contact blocks marketing.
+    // The contact before its message (docs/architecture.md "Lock order").
+    if (pe.code === MARKETING_BLOCKED) await markMarketingOptOut(trx, pending.contact_id, now);
+    await trx
       .updateTable('messages')
       .set({ status: 'failed', code: pe.code, error: pe.reason, failed_at: now, updated_at: now })
       .where('id', '=', messageId)
-      .returning(['contact_id'])
-      .executeTakeFirst();
-    // 131050 at send (the provider may answer it synchronously): the contact blocks marketing.
-    if (m && pe.code === MARKETING_BLOCKED) await markMarketingOptOut(trx, m.contact_id, now);
+      .execute();
   });
   const opts = { params: { reason: pe.reason }, extra: { code: pe.code, messageId } };
   switch (pe.kind) {

@@ -3,8 +3,9 @@
 // that repeats a status or would move it backward changes nothing and emits nothing.
 import { sql } from 'kysely';
 import { bumpCampaignCounters } from '../campaigns/counters.js';
-import { markMarketingOptOut } from '../contacts/service.js';
+import { lockContact, markMarketingOptOut } from '../contacts/service.js';
 import type { Trx } from '../db/index.js';
+import { transaction } from '../db/retry.js';
 import type { MessageRow } from '../db/types.js';
 import { providerCodeText } from '../http/messages.es-AR.js';
 import type { Services } from '../services.js';
@@ -61,6 +62,9 @@ type Applied = MessageRow & { previous: string };
 async function applyInTrx(trx: Trx, r: StatusReport, now: Date): Promise<Applied | null> {
   const code = r.status === 'failed' ? (r.code ?? null) : null;
   const error = r.status === 'failed' ? providerCodeText(code) : null;
+  // 131050 changes the contact too: its lock comes before the message's (docs/architecture.md "Lock order").
+  const blocked = code === MARKETING_BLOCKED ? await contactOfOutbound(trx, r.wamid) : undefined;
+  if (blocked) await lockContact(trx, blocked);
   const to = sql`${r.status}::text`;
   const at = sql`${r.at}::timestamptz`;
   const from = sql.join(FROM[r.status].map((f) => sql.lit(f)));
@@ -84,7 +88,7 @@ async function applyInTrx(trx: Trx, r: StatusReport, now: Date): Promise<Applied
   if (!m) return null;
 
   if (m.campaign_id) await bumpCampaignCounters(trx, m.campaign_id, m.previous, r.status);
-  if (r.status === 'failed' && code === MARKETING_BLOCKED) await markMarketingOptOut(trx, m.contact_id, now);
+  if (blocked) await markMarketingOptOut(trx, m.contact_id, now);
   await emitEvent(
     trx,
     {
@@ -97,10 +101,14 @@ async function applyInTrx(trx: Trx, r: StatusReport, now: Date): Promise<Applied
   return m;
 }
 
+const contactOfOutbound = async (trx: Trx, wamid: string): Promise<string | undefined> =>
+  (await trx.selectFrom('messages').select('contact_id').where('wamid', '=', wamid).where('direction', '=', 'outbound').executeTakeFirst())
+    ?.contact_id;
+
 /** Applies one provider report; returns whether it moved the status (and emitted an event). */
 export async function reportStatus(s: Services, r: StatusReport): Promise<StatusOutcome> {
   const now = s.clock.now();
-  const out = await s.db.transaction().execute(async (trx): Promise<StatusOutcome> => {
+  const out = await transaction(s.db, async (trx): Promise<StatusOutcome> => {
     const m = await applyInTrx(trx, r, now);
     if (m) return { applied: true, status: m.status, messageId: m.id };
     const existing = await trx.selectFrom('messages').select(['id', 'status']).where('wamid', '=', r.wamid).executeTakeFirst();
@@ -142,7 +150,7 @@ export async function reportStatuses(s: Services, reports: StatusReport[]): Prom
  */
 export async function applyEarlyStatuses(s: Services, wamid: string): Promise<MessageRow | null> {
   const now = s.clock.now();
-  const applied = await s.db.transaction().execute(async (trx) => {
+  const applied = await transaction(s.db, async (trx) => {
     const exists = await trx.selectFrom('messages').select('id').where('wamid', '=', wamid).executeTakeFirst();
     if (!exists) return null;
     const kept = await trx.deleteFrom('early_statuses').where('wamid', '=', wamid).returningAll().execute();
