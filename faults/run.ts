@@ -3,6 +3,8 @@
 // 2. PostgreSQL goes away under load → 503 in Spanish (never 500), readyz says so, recovers alone.
 // 3. Redis goes away → caps fail open with a log line, the API keeps serving, counters resume.
 // 4. Bad input generated from the OpenAPI document and beyond it (faults/hostile.ts) → count 5xx answers (goal 0).
+// 5. Hostile clients for a minute (faults/hostile-clients.ts): races on one contact, oversized and deep
+//    bodies, cut uploads → no 5xx, no deadlock, bounded memory, /healthz fast throughout.
 // Each prints a one-line verdict with its numbers; docs/reliability.md records them.
 // PostgreSQL and Redis "go away" through a cuttable TCP proxy (faults/proxy.ts): to the server
 // that is exactly a restart (refused connects, cut sockets), and the machine's own servers stay up.
@@ -10,6 +12,7 @@ import { createServer } from 'node:http';
 import pg from 'pg';
 import { admin, benchAccount, call, freshDatabase, must, type Server, sleep, startServer, UNLIMITED } from '../bench/lib.js';
 import { fuzzOpenApi } from './fuzz.js';
+import { hostileClients } from './hostile-clients.js';
 import { CuttableProxy } from './proxy.js';
 
 const PG_BASE = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -246,6 +249,18 @@ async function badInput() {
   }
 }
 
+async function hostile() {
+  const { db, env } = await setup('hostile');
+  const server = await startServer(env);
+  try {
+    const r = await hostileClients(server, env.DATABASE_URL);
+    verdict(r.ok, r.line);
+  } finally {
+    await server.stop();
+    await db.drop();
+  }
+}
+
 async function main() {
   console.log(`Chasqui faults on PostgreSQL ${new URL(PG_BASE).host} + Redis ${REDIS.host}`);
   const only = process.env.FAULTS_ONLY?.split(',');
@@ -254,6 +269,7 @@ async function main() {
     ['postgres', postgresDown],
     ['redis', redisDown],
     ['fuzz', badInput],
+    ['hostile', hostile],
   ];
   for (const [name, fn] of tests) {
     if (only && !only.includes(name)) continue;
