@@ -22,6 +22,7 @@ import { textFor } from './http/messages.es-AR.js';
 import { operatorDocument, publicDocument } from './http/openapi.js';
 import { requestLogger } from './http/request-logger.js';
 import type { ZodApp } from './http/schemas.js';
+import { checkingIntervalFor, clientErrorHandler, installBodyTimeout } from './http/slow-clients.js';
 import { findUnstorable } from './http/storable.js';
 import { installSpanishZodMessages } from './http/zod-es.js';
 import { messageRoutes } from './messages/routes.js';
@@ -54,6 +55,13 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // One line per request only at debug: at info, logs carry events, not traffic.
     logController: new LogController({ disableRequestLogging: !requestLogging }),
     trustProxy: services.config.trustProxy,
+    // Slow clients (decisions.md): node:http times the headers and answers through
+    // clientErrorHandler, which also answers headers over 16 KiB and malformed HTTP in the one shape.
+    http: {
+      headersTimeout: services.config.HEADERS_TIMEOUT_MS,
+      connectionsCheckingInterval: checkingIntervalFor(services.config.HEADERS_TIMEOUT_MS),
+    },
+    clientErrorHandler: clientErrorHandler(services.log),
     // Path parameters up to this length reach validation (an id that is not a UUID → 404); a
     // longer one is answered by frameworkErrors below.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
@@ -82,6 +90,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // Responses are built by our own view functions: plain JSON.stringify, no second validation.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
+  installBodyTimeout(app, services.config.BODY_TIMEOUT_MS);
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('X-Request-Id', req.id);
     // `Content-Type: application/json` with an empty body (many clients send it on body-less
