@@ -22,7 +22,7 @@ import { textFor } from './http/messages.es-AR.js';
 import { operatorDocument, publicDocument } from './http/openapi.js';
 import { requestLogger } from './http/request-logger.js';
 import type { ZodApp } from './http/schemas.js';
-import { checkingIntervalFor, clientErrorHandler, installBodyTimeout } from './http/slow-clients.js';
+import { checkingIntervalFor, clientErrorHandler, installBodyTimeout, watchBody } from './http/slow-clients.js';
 import { findUnstorable } from './http/storable.js';
 import { installSpanishZodMessages } from './http/zod-es.js';
 import { messageRoutes } from './messages/routes.js';
@@ -69,6 +69,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // URL it cannot decode names nothing here (404, as an unknown route), an overlong path part 414.
     frameworkErrors: (err, req, reply) => {
       const e = new ApiError(err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'uri_too_long' : 'route_not_found');
+      // No hook runs on this path: its body, if one trickles in, is timed here.
+      watchBody(req, reply as FastifyReply, services.config.BODY_TIMEOUT_MS);
       (reply as FastifyReply).header('X-Request-Id', req.id).code(e.statusCode).send(e.body());
     },
   }).withTypeProvider<ZodTypeProvider>();

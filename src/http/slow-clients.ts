@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.js';
 import type { ErrorCode } from './messages.es-AR.js';
 
@@ -61,22 +61,26 @@ const hasBody = (h: IncomingHttpHeaders): boolean =>
   h['transfer-encoding'] !== undefined || (h['content-length'] !== undefined && h['content-length'] !== '0');
 
 /**
- * A body not complete `ms` after its headers: 408 (when nothing was answered yet) and closed. This
- * runs before the key is checked, so it holds with or without one. The request's own stream then
+ * A body not complete `ms` after its headers: 408 (when nothing was answered yet) and closed. It
+ * starts before the key is checked, so it holds with or without one. The request's own stream then
  * fails as aborted, which the error handler logs at debug.
  */
+export function watchBody(req: FastifyRequest, reply: FastifyReply, ms: number): void {
+  const raw = req.raw;
+  if (!hasBody(raw.headers) || raw.complete) return;
+  const timer = setTimeout(() => {
+    if (raw.complete) return;
+    req.log.debug('request body not complete in time');
+    answerAndClose(raw.socket, 'request_timeout', req.id, reply.raw.headersSent);
+  }, ms);
+  timer.unref();
+  raw.once('close', () => clearTimeout(timer));
+}
+
+/** Every routed request's body is timed (answers the router writes itself call watchBody too). */
 export function installBodyTimeout(app: FastifyInstance, ms: number): void {
   app.addHook('onRequest', (req, reply, done) => {
-    const raw = req.raw;
-    if (hasBody(raw.headers) && !raw.complete) {
-      const timer = setTimeout(() => {
-        if (raw.complete) return;
-        req.log.debug('request body not complete in time');
-        answerAndClose(raw.socket, 'request_timeout', req.id, reply.raw.headersSent);
-      }, ms);
-      timer.unref();
-      raw.once('close', () => clearTimeout(timer));
-    }
+    watchBody(req, reply, ms);
     done();
   });
 }

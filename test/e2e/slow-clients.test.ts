@@ -97,6 +97,14 @@ describe('"a body not complete 30 s after its headers is answered 408 and closed
     expect(a.status).toBe(401);
     expect(a.closedAfterMs).toBeLessThan(BODY_MS + SLACK_MS);
   });
+
+  it('a URL the router refuses, then half a body: 404 at once, and the connection is closed at BODY_TIMEOUT_MS', async () => {
+    const head = `POST /api/v1/contacts/%E0%A4%A HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n`;
+    const a = await exchange(`${head}{"phone": "+54911`);
+    expectErrorShape(a, 404, 'route_not_found');
+    expect(a.closedAfterMs).toBeGreaterThanOrEqual(BODY_MS - 50);
+    expect(a.closedAfterMs).toBeLessThan(BODY_MS + SLACK_MS);
+  });
 });
 
 describe('"a request whose headers are not complete in 10 s is answered 408 and closed" (decisions.md "Slow clients")', () => {
