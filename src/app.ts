@@ -60,6 +60,9 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     http: {
       headersTimeout: services.config.HEADERS_TIMEOUT_MS,
       connectionsCheckingInterval: checkingIntervalFor(services.config.HEADERS_TIMEOUT_MS),
+      // The body has its own timer from the end of the headers (slow-clients.ts); node:http's
+      // whole-request timer, on by default, would refuse a header timeout above it.
+      requestTimeout: 0,
     },
     clientErrorHandler: clientErrorHandler(services.log),
     // Path parameters up to this length reach validation (an id that is not a UUID → 404); a

@@ -107,6 +107,17 @@ describe('"a body not complete 30 s after its headers is answered 408 and closed
   });
 });
 
+describe('"HEADERS_TIMEOUT_MS … 50 to 600,000" (docs/operator.md "Configuration")', () => {
+  it('the largest header and body timeouts start a server that answers', async () => {
+    const big = await startTestApp({ env: { HEADERS_TIMEOUT_MS: '600000', BODY_TIMEOUT_MS: '600000' } });
+    try {
+      expect((await fetch(`${big.url}/healthz`)).status).toBe(200);
+    } finally {
+      await big.close();
+    }
+  });
+});
+
 describe('"a request whose headers are not complete in 10 s is answered 408 and closed" (decisions.md "Slow clients")', () => {
   it('half a header block: 408 in the error shape with X-Request-Id, closed at HEADERS_TIMEOUT_MS', async () => {
     const a = await exchange(`GET /api/v1/contacts HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${acc.key}\r\n`);
