@@ -22,6 +22,7 @@ import { textFor } from './http/messages.es-AR.js';
 import { operatorDocument, publicDocument } from './http/openapi.js';
 import { requestLogger } from './http/request-logger.js';
 import type { ZodApp } from './http/schemas.js';
+import { checkingIntervalFor, clientErrorHandler, installBodyTimeout, watchBody } from './http/slow-clients.js';
 import { findUnstorable } from './http/storable.js';
 import { installSpanishZodMessages } from './http/zod-es.js';
 import { messageRoutes } from './messages/routes.js';
@@ -54,6 +55,16 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // One line per request only at debug: at info, logs carry events, not traffic.
     logController: new LogController({ disableRequestLogging: !requestLogging }),
     trustProxy: services.config.trustProxy,
+    // Slow clients (decisions.md): node:http times the headers and answers through
+    // clientErrorHandler, which also answers headers over 16 KiB and malformed HTTP in the one shape.
+    http: {
+      headersTimeout: services.config.HEADERS_TIMEOUT_MS,
+      connectionsCheckingInterval: checkingIntervalFor(services.config.HEADERS_TIMEOUT_MS),
+      // The body has its own timer from the end of the headers (slow-clients.ts); node:http's
+      // whole-request timer, on by default, would refuse a header timeout above it.
+      requestTimeout: 0,
+    },
+    clientErrorHandler: clientErrorHandler(services.log),
     // Path parameters up to this length reach validation (an id that is not a UUID → 404); a
     // longer one is answered by frameworkErrors below.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
@@ -61,6 +72,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // URL it cannot decode names nothing here (404, as an unknown route), an overlong path part 414.
     frameworkErrors: (err, req, reply) => {
       const e = new ApiError(err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'uri_too_long' : 'route_not_found');
+      // No hook runs on this path: its body, if one trickles in, is timed here.
+      watchBody(req, reply as FastifyReply, services.config.BODY_TIMEOUT_MS);
       (reply as FastifyReply).header('X-Request-Id', req.id).code(e.statusCode).send(e.body());
     },
   }).withTypeProvider<ZodTypeProvider>();
@@ -82,6 +95,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // Responses are built by our own view functions: plain JSON.stringify, no second validation.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
+  installBodyTimeout(app, services.config.BODY_TIMEOUT_MS);
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('X-Request-Id', req.id);
     // `Content-Type: application/json` with an empty body (many clients send it on body-less

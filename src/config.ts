@@ -32,6 +32,10 @@ const ConfigSchema = z.object({
   ALLOW_PRIVATE_WEBHOOKS: onOff.optional(),
   /** Per-attempt webhook timeout (decisions.md: 15 s); tests use a small one. */
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(10).max(120_000).default(15_000),
+  /** Slow clients (decisions.md): headers complete within this time, else 408 and closed. */
+  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(10_000),
+  /** …and a body complete within this time after its headers, else 408 and closed. */
+  BODY_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(30_000),
   /** `off` admits every request without caps, quota or IP block: only to measure their cost (bench). */
   LIMITS: onOff.default(true),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

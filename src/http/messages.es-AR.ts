@@ -13,6 +13,10 @@ export const catalogue = {
   uri_too_long: { status: 414, text: 'La dirección es demasiado larga. Revisá el id o la ruta que armaste.' },
   route_not_found: { status: 404, text: 'Esa ruta no existe. Revisá el método y la dirección.' },
   method_not_allowed: { status: 405, text: 'Ese método no está permitido en esta ruta.' },
+  // Answers of the HTTP server itself, before a route is chosen (decisions.md "Slow clients")
+  request_timeout: { status: 408, text: 'El pedido no terminó de llegar a tiempo. Revisá tu conexión y enviá el pedido completo.' },
+  headers_too_large: { status: 431, text: 'Los encabezados superan 16 KiB. Enviá menos encabezados o más cortos.' },
+  bad_request: { status: 400, text: 'El pedido HTTP está mal formado. Revisá cómo lo arma tu cliente.' },
   // 400 problems of any request, found before validation (used as the `message` of one problem)
   text_unstorable: {
     status: 400,

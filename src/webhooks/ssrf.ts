@@ -2,44 +2,39 @@
 // no loopback, private, link-local or otherwise non-public address — checked when the URL is
 // registered and again when each attempt connects (the DNS answer may have changed since).
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { invalid } from '../http/errors.js';
 import { textFor } from '../http/messages.es-AR.js';
 
-// Two lists: Node's BlockList matches IPv4 addresses against IPv4-mapped IPv6 rules too.
-const blocked4 = new BlockList();
-const blocked6 = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8], // "this" network
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10], // carrier-grade NAT
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16], // link-local (cloud metadata)
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved and broadcast
-] as const)
-  blocked4.addSubnet(net, bits, 'ipv4');
-for (const [net, bits] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7], // unique local
-  ['fe80::', 10], // link-local
-  ['ff00::', 8], // multicast
-  ['::ffff:0:0', 96], // IPv4-mapped: never needed to reach a public server
-  ['64:ff9b::', 96], // NAT64 can reach private IPv4
-] as const)
-  blocked6.addSubnet(net, bits, 'ipv6');
+// Ranges come from ipaddr.js (maintained with the IANA special-purpose registries): an address is
+// public only when its range is plain 'unicast'.
+const WELL_KNOWN_NAT64 = ipaddr.parseCIDR('64:ff9b::/96');
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
+
+const ipv4Of = (hi: number, lo: number): ipaddr.IPv4 => new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+
+/**
+ * The IPv4 address an IPv6 form reaches: IPv4-mapped, IPv4-compatible, well-known NAT64 (its
+ * translator connects to it) and 6to4 (a relay does). Local-use NAT64 (64:ff9b:1::/48) has no
+ * fixed place for it and stays non-public as a whole.
+ */
+function embeddedIPv4(a: ipaddr.IPv6): ipaddr.IPv4 | null {
+  const p = a.parts as number[];
+  const range = a.range();
+  if (range === 'ipv4Mapped' || a.match(WELL_KNOWN_NAT64) || (range === 'unicast' && a.match(IPV4_COMPATIBLE)))
+    return ipv4Of(p[6] as number, p[7] as number);
+  if (range === '6to4') return ipv4Of(p[1] as number, p[2] as number);
+  return null;
+}
 
 /** True for addresses a webhook must never reach in production. */
 export function isPrivateAddress(ip: string): boolean {
-  const v = isIP(ip);
-  if (v === 4) return blocked4.check(ip, 'ipv4');
-  if (v !== 6) return true;
-  return blocked6.check(ip, 'ipv6');
+  if (isIP(ip) === 0) return true;
+  const a = ipaddr.parse(ip);
+  if (a.kind() === 'ipv4') return a.range() !== 'unicast';
+  const v4 = embeddedIPv4(a as ipaddr.IPv6);
+  return (v4 ?? a).range() !== 'unicast';
 }
 
 /** Parses a webhook URL: http or https only (400 otherwise). */
