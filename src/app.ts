@@ -23,7 +23,7 @@ import { operatorDocument, publicDocument } from './http/openapi.js';
 import { requestLogger } from './http/request-logger.js';
 import type { ZodApp } from './http/schemas.js';
 import { checkingIntervalFor, clientErrorHandler, installBodyTimeout, watchBody } from './http/slow-clients.js';
-import { findUnstorable } from './http/storable.js';
+import { findUnstorable, jsonTextSuspect } from './http/storable.js';
 import { installSpanishZodMessages } from './http/zod-es.js';
 import { messageRoutes } from './messages/routes.js';
 import type { Services } from './services.js';
@@ -111,7 +111,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, text, done) =>
     parseJson(req, text as string, (err, body) => {
       if (err) return done(err);
-      const bad = findUnstorable(body);
+      const bad = jsonTextSuspect(text as string) ? findUnstorable(body) : null;
       return bad ? done(new ValidationError([bad])) : done(null, body);
     }),
   );

@@ -16,6 +16,37 @@ export const isStorable = (s: string): boolean => !s.includes('\u0000') && !LONE
 export const storableText = (s: string): string => s.replaceAll('\u0000', '').replace(LONE_SURROGATES, '\uFFFD');
 
 /**
+ * Whether a JSON text may hold an unstorable string or nest past the limit, read from the text in
+ * one pass, so the parsed value of a clean body (nearly all of them) need not be walked. A body is
+ * decoded from UTF-8, where a lone surrogate cannot be written, and JSON forbids a raw NUL: both can
+ * only arrive as `\u` escapes (any surrogate escape counts as suspect; the walk tells pairs apart).
+ * Depth is the count of open brackets outside strings.
+ */
+export function jsonTextSuspect(text: string): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c /* \ */) {
+        if (text.charCodeAt(i + 1) === 0x75 /* u */ && escapeSuspect(text, i + 2)) return true;
+        i += 1;
+      } else if (c === 0x22 /* " */) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (++depth > MAX_JSON_DEPTH) return true;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) depth -= 1;
+  }
+  return false;
+}
+
+/** The four hex digits of a `\u` escape at `at` write NUL (0000) or a surrogate (D800–DFFF). */
+function escapeSuspect(text: string, at: number): boolean {
+  const hex = text.slice(at, at + 4).toLowerCase();
+  return hex === '0000' || (hex[0] === 'd' && '89abcdef'.includes(hex[1] ?? ''));
+}
+
+/**
  * The first unstorable string (a value or an object key) or over-deep container of a parsed JSON
  * value, in document order, as a validation problem; null when there is none. A key's problem
  * points at the key itself; the depth problem at the first container of level 33.
