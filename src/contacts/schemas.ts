@@ -35,6 +35,8 @@ export function atMostKeys<T extends z.ZodType>(schema: T, max: number) {
     (value, ctx) => {
       if (value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length > max) {
         ctx.addIssue({ code: 'custom', message: textFor('attributes_too_many', { max }) });
+        // Refused already: its entries are not validated one by one.
+        return {};
       }
       return value;
     },
