@@ -22,7 +22,7 @@ import { textFor } from './http/messages.es-AR.js';
 import { operatorDocument, publicDocument } from './http/openapi.js';
 import { requestLogger } from './http/request-logger.js';
 import type { ZodApp } from './http/schemas.js';
-import { checkingIntervalFor, clientErrorHandler, installBodyTimeout, watchBody } from './http/slow-clients.js';
+import { checkingIntervalFor, clientErrorHandler, watchBody } from './http/slow-clients.js';
 import { findUnstorable, jsonTextSuspect } from './http/storable.js';
 import { installSpanishZodMessages } from './http/zod-es.js';
 import { messageRoutes } from './messages/routes.js';
@@ -95,9 +95,11 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // Responses are built by our own view functions: plain JSON.stringify, no second validation.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
-  installBodyTimeout(app, services.config.BODY_TIMEOUT_MS);
+  // One root hook for what every request needs before anything else (each hook costs every request).
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('X-Request-Id', req.id);
+    // The body is timed from the end of the headers, before the key is checked (decisions.md "Slow clients").
+    watchBody(req, reply as FastifyReply, services.config.BODY_TIMEOUT_MS);
     // `Content-Type: application/json` with an empty body (many clients send it on body-less
     // POSTs) is no body: routes with an optional body act, routes that need one answer the usual
     // validation 400 naming the missing fields.

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.js';
 import type { ErrorCode } from './messages.es-AR.js';
 
@@ -75,14 +75,6 @@ export function watchBody(req: FastifyRequest, reply: FastifyReply, ms: number):
   }, ms);
   timer.unref();
   raw.once('close', () => clearTimeout(timer));
-}
-
-/** Every routed request's body is timed (answers the router writes itself call watchBody too). */
-export function installBodyTimeout(app: FastifyInstance, ms: number): void {
-  app.addHook('onRequest', (req, reply, done) => {
-    watchBody(req, reply, ms);
-    done();
-  });
 }
 
 /** node:http checks header deadlines on this period: a tenth of the timeout, at most a second. */
