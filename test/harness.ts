@@ -1,7 +1,7 @@
 // Starts the real app on a real database and talks HTTP to it (DEVELOPERS.md: no mocks of our
 // own system). PGlite from the migrated template by default; a fresh PostgreSQL database per
 // app when DATABASE_URL is set; Redis counters when REDIS_URL is set.
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -133,6 +133,25 @@ function spell(eight: string, spelling: PhoneSpelling = 'plus'): string {
 }
 
 /** A phone no test has used in this run; never one of the sandbox's test numbers. */
+/**
+ * A webhook URL written straight to the database, past the registration checks: a URL that was
+ * accepted once (a name that resolved publicly then) and must still be refused at delivery.
+ */
+export async function storeWebhookUnchecked(app: TestApp, accountId: string, url: string): Promise<void> {
+  const s = app.rt.services;
+  await s.db
+    .insertInto('webhooks')
+    .values({
+      id: randomUUID(),
+      account_id: accountId,
+      url,
+      secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      created_at: s.clock.now(),
+      updated_at: s.clock.now(),
+    })
+    .execute();
+}
+
 export function freshPhone(opts: PhoneOptions = {}): string {
   const n = freshSeq++ % FRESH_PER_SLOT;
   const eight = `${SLOT}${String(Math.floor(n / 9000)).padStart(2, '0')}${1000 + (n % 9000)}`;

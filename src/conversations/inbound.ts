@@ -132,7 +132,8 @@ function receivedData(
  * conversation → open case, all before the message and the first event, whose delivery counter
  * is the last lock. It may run again (a deadlock elsewhere): it only touches the database.
  */
-async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<InboundResult> {
+/** Stores the message and its effects; `contactCreated` tells whether GET /me's contact count changed. */
+async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<{ result: InboundResult; contactCreated: boolean }> {
   const { input, social, wamid } = p;
   const number = await receivingNumber(trx, input.accountId, input.phoneNumberId);
   if (!number && !social) throw new ApiError('no_connected_number');
@@ -192,7 +193,10 @@ async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<InboundRe
       now,
     );
   }
-  return { messageId: message.id, contactId: contact.id, conversationId: conversation.id, duplicate: false };
+  return {
+    result: { messageId: message.id, contactId: contact.id, conversationId: conversation.id, duplicate: false },
+    contactCreated: found.created,
+  };
 }
 
 export async function receiveInbound(s: Services, input: InboundInput): Promise<InboundResult> {
@@ -211,9 +215,9 @@ export async function receiveInbound(s: Services, input: InboundInput): Promise<
   }
 
   const now = s.clock.now();
-  let result: InboundResult;
+  let stored: { result: InboundResult; contactCreated: boolean };
   try {
-    result = await transaction(s.db, (trx) => storeInbound(trx, { input, social, key, wamid }, now));
+    stored = await transaction(s.db, (trx) => storeInbound(trx, { input, social, key, wamid }, now));
   } catch (err) {
     if (err instanceof AlreadyStored && wamid) {
       const dup = await existingByWamid(s.db, input.accountId, wamid);
@@ -225,6 +229,7 @@ export async function receiveInbound(s: Services, input: InboundInput): Promise<
     throw err;
   }
   s.dispatcher.wake();
-  s.accountViews.changed(input.accountId);
-  return result;
+  // GET /me counts the account's contacts; nothing else it shows moves with a message.
+  if (stored.contactCreated) s.accountViews.changed(input.accountId);
+  return stored.result;
 }

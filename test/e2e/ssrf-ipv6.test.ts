@@ -2,7 +2,7 @@
 // NAT64, IPv4-compatible and 6to4 addresses of the cloud metadata service are refused when a
 // webhook is registered and when an attempt would connect, with ALLOW_PRIVATE_WEBHOOKS off.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
+import { freshPhone, startTestApp, storeWebhookUnchecked, type TestAccount, type TestApp } from '../harness.js';
 
 const FORMS = ['http://[64:ff9b:1::a9fe:a9fe]/hook', 'http://[::a9fe:a9fe]/hook', 'http://[2002:a9fe:a9fe::]/hook'];
 
@@ -27,18 +27,7 @@ describe('"An IPv6 address that carries an IPv4 one … is judged by that IPv4 a
 
   it('the same URLs stored before the guard knew them: every attempt is refused without connecting', async () => {
     const s = prod.rt.services;
-    for (const url of FORMS)
-      await s.db
-        .insertInto('webhooks')
-        .values({
-          id: crypto.randomUUID(),
-          account_id: acc.id,
-          url,
-          secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-          created_at: s.clock.now(),
-          updated_at: s.clock.now(),
-        })
-        .execute();
+    for (const url of FORMS) await storeWebhookUnchecked(prod, acc.id, url);
     expect((await acc.call('POST', '/contacts', { phone: freshPhone() })).status).toBe(201);
     expect(await prod.rt.dispatcher.runOnce()).toBeGreaterThanOrEqual(3);
     const attempts = await s.db.selectFrom('webhook_attempts').select(['error', 'duration_ms']).execute();

@@ -5,7 +5,7 @@ import { Webhook as SvixWebhook } from 'svix';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emitEvent } from '../../src/webhooks/outbox.js';
 import { type Received, type Receiver, startReceiver } from '../fakes/receiver.js';
-import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
+import { freshPhone, startTestApp, storeWebhookUnchecked, type TestAccount, type TestApp } from '../harness.js';
 
 let app: TestApp;
 const receivers: Receiver[] = [];
@@ -517,18 +517,7 @@ describe('SSRF guard (issue 4 "Safety")', () => {
       const r = await receiver();
       const port = new URL(r.url).port;
       const s = prod.rt.services;
-      for (const url of [`http://localhost:${port}/`, `http://127.0.0.1:${port}/`])
-        await s.db
-          .insertInto('webhooks')
-          .values({
-            id: crypto.randomUUID(),
-            account_id: acc.id,
-            url,
-            secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-            created_at: s.clock.now(),
-            updated_at: s.clock.now(),
-          })
-          .execute();
+      for (const url of [`http://localhost:${port}/`, `http://127.0.0.1:${port}/`]) await storeWebhookUnchecked(prod, acc.id, url);
       await newContactOn(prod, acc);
       const rows = await until(async () => {
         const a = await s.db.selectFrom('webhook_attempts').select(['error']).execute();
