@@ -101,6 +101,12 @@ export interface ConversationsTable {
   channel: Generated<string>;
   last_inbound_at: Ts | null;
   created_at: TsDefault;
+  /** Who answers it now (decisions.md "Conversations": handling). */
+  handling_type: 'automation' | 'agent' | 'team' | null;
+  handling_id: string | null;
+  handling_name: string | null;
+  /** `team` lasts while this case stays open. */
+  handling_case_id: string | null;
 }
 
 export interface CampaignsTable {
@@ -155,7 +161,10 @@ export interface MessagesTable {
   code: number | null;
   error: string | null;
   campaign_id: string | null;
+  /** api | campaign | automation | agent | team | inbound | socialchat */
   source: Generated<string>;
+  /** A team reply's author `{id, name}`; an automation's or agent's `{id, name}`. */
+  sent_by: JsonDefault<Record<string, unknown> | null>;
   provider_timestamp: Ts | null;
   sent_at: Ts | null;
   delivered_at: Ts | null;
@@ -328,7 +337,83 @@ export interface SettingsTable {
   value: string;
 }
 
+/** A flow (docs/automations.md); `trigger` and `steps` are validated by automations/flow.ts. */
+export interface AutomationsTable {
+  id: string;
+  account_id: string;
+  name: string;
+  status: 'draft' | 'active' | 'paused';
+  trigger: Json<Record<string, unknown>>;
+  steps: Json<Record<string, unknown>[]>;
+  phone_number_id: string | null;
+  webhook_token: string | null;
+  webhook_token_hash: string | null;
+  created_at: TsDefault;
+  updated_at: TsDefault;
+  deleted_at: Ts | null;
+}
+
+export type ExecutionStatus = 'running' | 'completed' | 'handed_off' | 'failed' | 'cancelled';
+
+export interface AutomationExecutionsTable {
+  id: string;
+  account_id: string;
+  automation_id: string;
+  conversation_id: string;
+  contact_id: string;
+  phone_number_id: string | null;
+  status: ExecutionStatus;
+  error: string | null;
+  variables: JsonDefault<Record<string, unknown>>;
+  current_step_id: string | null;
+  /** ready: run the current step; asked: waiting for the answer; waiting: a wait step. */
+  state: 'ready' | 'asked' | 'waiting';
+  deadline_at: Ts | null;
+  attempts: Generated<number>;
+  test: Generated<boolean>;
+  trigger: string;
+  run_at: Ts | null;
+  claim: string | null;
+  started_at: Ts;
+  ended_at: Ts | null;
+  updated_at: TsDefault;
+}
+
+export interface AutomationStepsTable {
+  id: string;
+  execution_id: string;
+  step_id: string;
+  type: string;
+  started_at: Ts;
+  ended_at: Ts | null;
+  outcome: string | null;
+  detail: JsonDefault<Record<string, unknown> | null>;
+}
+
+export interface AutomationInputsTable {
+  seq: Generated<string>;
+  execution_id: string;
+  message_id: string;
+  text: string | null;
+  created_at: TsDefault;
+}
+
+export interface ConversationNotesTable {
+  id: string;
+  account_id: string;
+  conversation_id: string;
+  case_id: string | null;
+  text: string;
+  by: Json<{ type: string; id: string | null; name: string }>;
+  created_at: TsDefault;
+}
+
 export interface Database {
+  automations: AutomationsTable;
+  automation_executions: AutomationExecutionsTable;
+  automation_steps: AutomationStepsTable;
+  automation_inputs: AutomationInputsTable;
+  conversation_notes: ConversationNotesTable;
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   phone_numbers: PhoneNumbersTable;
@@ -365,5 +450,9 @@ export type StageRow = Selectable<StagesTable>;
 export type CaseRow = Selectable<CasesTable>;
 export type WebhookRow = Selectable<WebhooksTable>;
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
+export type AutomationRow = Selectable<AutomationsTable>;
+export type ExecutionRow = Selectable<AutomationExecutionsTable>;
+export type StepLogRow = Selectable<AutomationStepsTable>;
+export type NoteRow = Selectable<ConversationNotesTable>;
 export type NewMessage = Insertable<MessagesTable>;
 export type CaseUpdate = Updateable<CasesTable>;
