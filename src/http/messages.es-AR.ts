@@ -217,6 +217,71 @@ export const catalogue = {
   pipeline_needs_open_stage: { status: 400, text: 'Agregá al menos una etapa de tipo open: ahí entran los casos nuevos.' },
   template_language_invalid: { status: 400, text: 'Usá un código de idioma como es_AR, es o en_US.' },
   currency_invalid: { status: 400, text: 'Usá un código de moneda de 3 letras, por ejemplo ARS o USD.' },
+  // Automations: flows (problems of a flow when it is saved, automations.md "Triggers" and "Steps")
+  flow_trigger_type: {
+    status: 400,
+    text: (p) => `No existe ese tipo de disparador. Usá uno de: ${p.types}.`,
+  },
+  flow_keyword_blank: {
+    status: 400,
+    text: 'Esta palabra clave queda vacía sin signos ni espacios, así que nunca coincidiría. Escribí al menos una letra o un número.',
+  },
+  flow_step_type: { status: 400, text: (p) => `No existe ese tipo de paso. Usá uno de: ${p.types}.` },
+  flow_type_missing: { status: 400, text: (p) => `Falta type. Usá uno de: ${p.types}.` },
+  flow_step_id_blank: { status: 400, text: 'El id del paso no puede quedar vacío ni ser solo espacios.' },
+  flow_step_id_duplicate: {
+    status: 400,
+    text: (p) => `Otro paso ya usa el id "${p.id}". Cada paso necesita un id distinto.`,
+  },
+  flow_step_unknown: {
+    status: 400,
+    text: (p) => `No hay ningún paso con id "${p.id}". Revisá cómo se escribe o agregá ese paso.`,
+  },
+  flow_send_text_or_template: {
+    status: 400,
+    text: 'Un paso send lleva text (texto libre) o template (plantilla aprobada): uno de los dos, no ambos.',
+  },
+  flow_variable_name: {
+    status: 400,
+    text: 'El nombre de variable empieza con una letra o _ y sigue con letras sin acento, números o _ (hasta 64 caracteres).',
+  },
+  flow_condition_value: { status: 400, text: 'Esta comparación necesita value. Solo exists funciona sin value.' },
+  flow_regex_too_long: {
+    status: 400,
+    text: (p) => `La expresión regular tiene más de ${p.max} caracteres. Acortala.`,
+  },
+  flow_regex_invalid: {
+    status: 400,
+    text: 'La expresión regular no es válida. Revisá paréntesis, corchetes y barras invertidas.',
+  },
+  flow_regex_unsafe: {
+    status: 400,
+    text: 'La expresión regular podría tardar demasiado (por ejemplo, repeticiones anidadas como (a+)+). Simplificala.',
+  },
+  flow_http_url: {
+    status: 400,
+    text: 'La URL tiene que empezar con http:// o https://, o con una variable {{…}} que la contenga.',
+  },
+  flow_http_header_name: {
+    status: 400,
+    text: 'El nombre del encabezado lleva letras sin acento, números y signos como - _ . (sin espacios ni dos puntos). Revisalo.',
+  },
+  flow_http_headers_many: { status: 400, text: (p) => `Mandá como máximo ${p.max} encabezados.` },
+  flow_template_not_found: {
+    status: 400,
+    text: 'No encontramos esa plantilla en la cuenta. Revisá el id en GET /templates.',
+  },
+  flow_stage_not_found: { status: 400, text: 'No encontramos esa etapa en los embudos de la cuenta. Revisá el id.' },
+  flow_agent_not_found: { status: 400, text: 'No encontramos ese agente de IA en la cuenta. Revisá el id.' },
+  flow_agents_unavailable: {
+    status: 400,
+    text: 'Los agentes de IA todavía no están disponibles en este servidor. Sacá el paso agent o usá handoff para pasarle la conversación al equipo.',
+  },
+  flow_cycle: {
+    status: 400,
+    text: (p) =>
+      `${p.count === 1 ? `El paso ${p.ids} vuelve a sí mismo` : `Los pasos ${p.ids} forman un ciclo`} sin ask ni wait: la automatización se repetiría sin parar. Agregá un ask o un wait al ciclo, o cortalo con otro next.`,
+  },
   database_unavailable: {
     status: 503,
     text: 'El servicio no puede llegar a su base de datos en este momento. Probá de nuevo en unos segundos.',
