@@ -181,9 +181,10 @@ describe('validateFlow problems (automations.md: "A flow is validated when saved
       { id: 'a', type: 'ask', text: '¿?', save: 'r', timeoutNext: 'nadie' },
       { id: 'c', type: 'condition', if: { var: 'r', op: 'exists' }, then: 'uno', else: 'dos' },
       { id: 'h', type: 'http', method: 'GET', url: 'https://x.test', onError: 'falla' },
-      { id: 'fin', type: 'end' },
+      { id: 'fin', type: 'end', next: '  ' },
     ]);
     expect(problems).toEqual([
+      { path: ['steps', 4, 'next'], message: textFor('flow_step_id_blank') },
       { path: ['steps', 1, 'id'], message: textFor('flow_step_id_duplicate', { id: 'a' }) },
       { path: ['steps', 0, 'next'], message: textFor('flow_step_unknown', { id: 'zeta' }) },
       { path: ['steps', 1, 'timeoutNext'], message: textFor('flow_step_unknown', { id: 'nadie' }) },

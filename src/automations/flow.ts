@@ -397,9 +397,11 @@ function parseTyped<T extends string>(
   return { parsed: r.data, raw, type };
 }
 
-/** A raw field that may name a step: a string, else nothing (its own problem is zod's). */
-const refOf = (raw: Record<string, unknown> | null, field: string): string | undefined =>
-  raw && typeof raw[field] === 'string' && raw[field] !== '' ? (raw[field] as string) : undefined;
+/** A raw field that may name a step: a non-blank string, else nothing (its own problem is zod's). */
+const refOf = (raw: Record<string, unknown> | null, field: string): string | undefined => {
+  const value = raw?.[field];
+  return typeof value === 'string' && value.trim() !== '' ? value : undefined;
+};
 
 /** Asks a lookup once per id. */
 function cached(ask: (id: string) => Promise<boolean>): (id: string) => Promise<boolean> {
@@ -437,8 +439,7 @@ export async function validateFlow(input: { trigger: unknown; steps: unknown }, 
 
   // The graph of the flow, from the raw objects: a step with problems still has its id and links.
   const shapes: Shape[] = parsedSteps.map(({ raw, type }) => {
-    const id = refOf(raw, 'id');
-    const shape: Shape = { id: id !== undefined && id.trim() !== '' ? id : null, type };
+    const shape: Shape = { id: refOf(raw, 'id') ?? null, type };
     for (const field of type ? REFERENCES[type] : []) {
       const ref = refOf(raw, field);
       if (ref !== undefined) shape[field as 'next'] = ref;
