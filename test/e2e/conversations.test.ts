@@ -3,8 +3,10 @@
 // "Conversations"); sending with an origin (the case's handledBy, the conversation's handling,
 // cancelling a running automation execution).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getAccount } from '../../src/accounts/service.js';
 import { addNote } from '../../src/conversations/service.js';
 import { newId } from '../../src/lib/ids.js';
+import { sendMessage } from '../../src/messages/send.js';
 import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 let app: TestApp;
@@ -363,6 +365,42 @@ describe('POST /admin/v1/accounts/{id}/conversations/{cid}/messages (a team repl
     expect(ex.run_at).toBeNull();
     expect((await app.events(acc.id)).filter((e) => e.kind.startsWith('automation.'))).toEqual([]);
     expect((await acc.call('GET', `/conversations/${w.conversationId}`)).body.handling).toEqual({ type: 'team', id: 'u-9', name: 'Laura' });
+  });
+});
+
+describe('sending with an origin (messages/send.ts)', () => {
+  it('"outbound `from`: automation, agent": the message keeps its source; handledBy none→automation, automation+ai→ai, ai+human→mixed; only a team reply takes the handling', async () => {
+    const acc = await app.createAccount();
+    const phone = freshPhone();
+    const w = await customerWrites(acc, phone);
+    const caseId = await openCaseOf(w.conversationId);
+    const account = await getAccount(db(), acc.id);
+    const handledBy = async () => (await acc.call('GET', `/cases/${caseId}`)).body.handledBy;
+
+    const auto = await sendMessage(app.rt.services, account, {
+      to: phone,
+      text: 'Hola, soy el asistente',
+      origin: { source: 'automation', by: { id: newId(), name: 'Bienvenida' } },
+    });
+    expect(await handledBy()).toBe('automation');
+    const agent = await sendMessage(app.rt.services, account, { to: phone, text: '¿En qué te ayudo?', origin: { source: 'agent' } });
+    expect(await handledBy()).toBe('ai');
+    // Neither takes the conversation's handling (the engine sets it for its executions).
+    expect((await acc.call('GET', `/conversations/${w.conversationId}`)).body.handling.type).toBeNull();
+    const team = await teamReply(acc, w.conversationId, { text: 'Sigo yo', by: { name: 'Laura' } });
+    expect(team.status).toBe(201);
+    expect(await handledBy()).toBe('mixed');
+
+    const items = (await acc.call('GET', `/conversations/${w.conversationId}/messages`)).body.data;
+    expect(items.map((m: { from: string; by: unknown }) => [m.from, m.by])).toEqual([
+      ['contact', null],
+      ['automation', null],
+      ['agent', null],
+      ['team', { id: null, name: 'Laura' }],
+    ]);
+    expect(items.map((m: { id: string }) => m.id)).toEqual([w.messageId, auto.id, agent.id, team.body.id]);
+    const stored = await db().selectFrom('messages').select(['source', 'sent_by']).where('id', '=', auto.id).executeTakeFirstOrThrow();
+    expect(stored).toEqual({ source: 'automation', sent_by: { id: expect.any(String), name: 'Bienvenida' } });
   });
 });
 
