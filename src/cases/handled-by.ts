@@ -1,5 +1,7 @@
 // Who answered a case (api.md §2 "Case" handledBy): moved when an outbound message of an
 // automation, an AI agent or the team is stored while the case is open.
+import type { Executor } from '../db/index.js';
+import type { CaseRow } from '../db/types.js';
 
 export type HandledBy = 'none' | 'automation' | 'ai' | 'human' | 'mixed';
 export type Answerer = 'automation' | 'ai' | 'human';
@@ -21,3 +23,13 @@ export function nextHandledBy(current: HandledBy, who: Answerer): HandledBy {
 /** The answerer a message source stands for. */
 export const answererOf = (source: 'automation' | 'agent' | 'team'): Answerer =>
   source === 'automation' ? 'automation' : source === 'agent' ? 'ai' : 'human';
+
+/**
+ * Records that `who` answered in the open case (locked by the caller: lockOpenCase). No event: a
+ * handledBy change is not one of api.md §6's case events.
+ */
+export async function recordAnswer(trx: Executor, open: CaseRow, who: Answerer, now: Date): Promise<void> {
+  const next = nextHandledBy(open.handled_by as HandledBy, who);
+  if (next === open.handled_by) return;
+  await trx.updateTable('cases').set({ handled_by: next, updated_at: now }).where('id', '=', open.id).execute();
+}

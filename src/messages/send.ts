@@ -1,9 +1,10 @@
-// Sending a message (api.md §4 POST /messages): used by the route and by campaigns.
+// Sending a message (api.md §4 POST /messages): used by the route, by campaigns and, with an
+// origin, by team replies (and the automation engine).
 // validate → number → template → contact (limit) → conversation → 24-hour window → store `pending`
 // (commit) → provider.send outside any transaction → store wamid and `sent` → apply early reports.
 
 import { cancelRunning } from '../automations/cancel.js';
-import { answererOf, type HandledBy, nextHandledBy } from '../cases/handled-by.js';
+import { answererOf, recordAnswer } from '../cases/handled-by.js';
 import { lockOpenCase } from '../cases/open.js';
 import { ProviderError } from '../channel/types.js';
 import { contactForSend, markMarketingOptOut } from '../contacts/service.js';
@@ -42,10 +43,7 @@ export interface SendOrigin {
 async function recordAnswerer(trx: Trx, conversationId: string, origin: SendOrigin, now: Date): Promise<string | null> {
   const open = await lockOpenCase(trx, conversationId);
   if (!open) return null;
-  const next = nextHandledBy(open.handled_by as HandledBy, answererOf(origin.source));
-  if (next !== open.handled_by) {
-    await trx.updateTable('cases').set({ handled_by: next, updated_at: now }).where('id', '=', open.id).execute();
-  }
+  await recordAnswer(trx, open, answererOf(origin.source), now);
   return open.id;
 }
 
