@@ -14,6 +14,7 @@ import { campaignRoutes } from './campaigns/routes.js';
 import { caseRoutes } from './cases/routes.js';
 import { cloudReceiverRoutes } from './channel/cloud/routes.js';
 import { contactRoutes } from './contacts/routes.js';
+import { conversationRoutes } from './conversations/routes.js';
 import { errorHandler } from './http/error-handler.js';
 import { ApiError, ValidationError, type ValidationProblem } from './http/errors.js';
 import { installPublicGuards } from './http/guards.js';
@@ -162,7 +163,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       installPublicGuards(api, services);
       installIdempotency(api, services);
       const z = api as unknown as ZodApp;
-      for (const routes of [accountRoutes, templateRoutes, contactRoutes, messageRoutes, campaignRoutes, caseRoutes]) routes(z, services);
+      for (const routes of [accountRoutes, templateRoutes, contactRoutes, conversationRoutes, messageRoutes, campaignRoutes, caseRoutes])
+        routes(z, services);
     },
     { prefix: '/api/v1' },
   );

@@ -5,6 +5,7 @@ import { caseAdminRoutes } from '../cases/admin-routes.js';
 import { phoneNumberAdminRoutes } from '../channel/admin-routes.js';
 import { cloudAdminRoutes } from '../channel/cloud/admin-routes.js';
 import { sandboxAdminRoutes } from '../channel/sandbox/routes.js';
+import { conversationAdminRoutes } from '../conversations/admin-routes.js';
 import type { RoutesFn } from '../http/schemas.js';
 import { templateAdminRoutes } from '../templates/admin-routes.js';
 import { webhookAdminRoutes } from '../webhooks/admin-routes.js';
@@ -17,6 +18,7 @@ export const adminRoutes: RoutesFn = (app, s) => {
     templateAdminRoutes,
     webhookAdminRoutes,
     caseAdminRoutes,
+    conversationAdminRoutes,
     campaignAdminRoutes,
     jobAdminRoutes,
     sandboxAdminRoutes,

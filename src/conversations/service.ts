@@ -1,8 +1,11 @@
 // Conversations: one contact on one channel number (decisions.md, "Cases").
 import { sql } from 'kysely';
 import type { Executor } from '../db/index.js';
-import type { ConversationRow } from '../db/types.js';
+import type { ConversationRow, MessageRow, NoteRow } from '../db/types.js';
+import { ApiError } from '../http/errors.js';
+import { page } from '../http/schemas.js';
 import { newId } from '../lib/ids.js';
+import { type ConversationView, conversationMessageView, conversationView } from './view.js';
 
 export const WINDOW_MS = 24 * 60 * 60 * 1000;
 
@@ -57,3 +60,139 @@ export const touchInboundWindow = (trx: Executor, conversationId: string, at: Da
     .where('id', '=', conversationId)
     .returningAll()
     .executeTakeFirstOrThrow();
+
+/** Who answers a conversation now; null: nobody in particular. */
+export type Handling = {
+  type: 'automation' | 'agent' | 'team';
+  id: string | null;
+  name: string;
+  /** `team`: the case open when the team took over (its handling lapses when that case closes). */
+  caseId: string | null;
+} | null;
+
+/** Sets (or clears) the conversation's handling; the caller holds the conversation's lock. */
+export async function setHandling(trx: Executor, conversationId: string, handling: Handling): Promise<void> {
+  await trx
+    .updateTable('conversations')
+    .set({
+      handling_type: handling?.type ?? null,
+      handling_id: handling?.id ?? null,
+      handling_name: handling?.name ?? null,
+      handling_case_id: handling?.caseId ?? null,
+    })
+    .where('id', '=', conversationId)
+    .execute();
+}
+
+/** An internal note for the team (a handoff's note; later an agent's summary). */
+export async function addNote(
+  trx: Executor,
+  n: {
+    accountId: string;
+    conversationId: string;
+    caseId: string | null;
+    text: string;
+    by: { type: 'automation' | 'agent' | 'team'; id: string | null; name: string };
+  },
+  now: Date,
+): Promise<NoteRow> {
+  return trx
+    .insertInto('conversation_notes')
+    .values({
+      id: newId(),
+      account_id: n.accountId,
+      conversation_id: n.conversationId,
+      case_id: n.caseId,
+      text: n.text,
+      by: JSON.stringify(n.by),
+      created_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The conversations with what their view needs: the open case and the handled case's status. */
+const viewQuery = (db: Executor, accountId: string) =>
+  db
+    .selectFrom('conversations as c')
+    .leftJoin('cases as oc', (j) => j.onRef('oc.conversation_id', '=', 'c.id').on('oc.status', '=', 'open'))
+    .leftJoin('cases as hc', 'hc.id', 'c.handling_case_id')
+    .select([
+      'c.id',
+      'c.contact_id',
+      'c.channel',
+      'c.phone_number_id',
+      'c.last_inbound_at',
+      'c.handling_type',
+      'c.handling_id',
+      'c.handling_name',
+      'c.handling_case_id',
+      'c.created_at',
+      'oc.id as open_case_id',
+      'hc.status as handling_case_status',
+    ])
+    .where('c.account_id', '=', accountId);
+
+/** A conversation of the account (404 when unknown or of another account). */
+export async function getConversationRow(db: Executor, accountId: string, id: string): Promise<ConversationRow> {
+  const row = await db.selectFrom('conversations').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  if (!row) throw new ApiError('conversation_not_found');
+  return row;
+}
+
+export async function getConversation(db: Executor, accountId: string, id: string): Promise<ConversationView> {
+  const row = await viewQuery(db, accountId).where('c.id', '=', id).executeTakeFirst();
+  if (!row) throw new ApiError('conversation_not_found');
+  return conversationView(row);
+}
+
+/** One page of the account's conversations in creation order (UUIDv7 ids), after the cursor id. */
+export async function listConversations(
+  db: Executor,
+  accountId: string,
+  q: { limit: number; after?: string | undefined; contactId?: string | undefined; channel?: 'whatsapp' | 'socialchat' | undefined },
+) {
+  let query = viewQuery(db, accountId);
+  if (q.after) query = query.where('c.id', '>', q.after);
+  if (q.contactId) query = query.where('c.contact_id', '=', q.contactId);
+  if (q.channel) query = query.where('c.channel', '=', q.channel);
+  const rows = await query
+    .orderBy('c.id')
+    .limit(q.limit + 1)
+    .execute();
+  const p = page(rows, q.limit);
+  return { data: p.data.map(conversationView), hasMore: p.hasMore, nextCursor: p.nextCursor };
+}
+
+/** One page of a conversation's messages, both directions, oldest first (404: unknown conversation). */
+export async function listConversationMessages(
+  db: Executor,
+  accountId: string,
+  id: string,
+  q: { limit: number; after?: string | undefined },
+) {
+  await getConversationRow(db, accountId, id);
+  let query = db.selectFrom('messages').selectAll().where('conversation_id', '=', id).where('account_id', '=', accountId);
+  if (q.after) query = query.where('id', '>', q.after);
+  const rows: MessageRow[] = await query
+    .orderBy('id')
+    .limit(q.limit + 1)
+    .execute();
+  const p = page(rows, q.limit);
+  return { data: p.data.map(conversationMessageView), hasMore: p.hasMore, nextCursor: p.nextCursor };
+}
+
+/** The conversation's internal notes, oldest first (404: unknown conversation). */
+export async function listNotes(db: Executor, accountId: string, id: string) {
+  await getConversationRow(db, accountId, id);
+  const rows = await db
+    .selectFrom('conversation_notes')
+    .selectAll()
+    .where('conversation_id', '=', id)
+    .where('account_id', '=', accountId)
+    .orderBy('id')
+    .execute();
+  return {
+    data: rows.map((n) => ({ id: n.id, text: n.text, by: n.by, caseId: n.case_id, createdAt: n.created_at.toISOString() })),
+  };
+}

@@ -53,6 +53,7 @@ export const catalogue = {
   pipeline_not_found: { status: 404, text: 'No encontramos ese embudo en tu cuenta.' },
   stage_not_found: { status: 404, text: 'No encontramos esa etapa en el embudo del caso.' },
   case_not_found: { status: 404, text: 'No encontramos ese caso en tu cuenta.' },
+  conversation_not_found: { status: 404, text: 'No encontramos esa conversación en tu cuenta. Revisá el id.' },
   key_not_found: { status: 404, text: 'No existe esa clave de API en la cuenta.' },
   phone_number_not_found: { status: 404, text: 'No existe ese número en la cuenta.' },
   webhook_not_found: { status: 404, text: 'No existe ese webhook en la cuenta.' },
@@ -91,6 +92,10 @@ export const catalogue = {
   send_opted_out: {
     status: 409,
     text: 'El contacto pidió no recibir más mensajes (optedOut): no le enviamos plantillas. Si te vuelve a escribir, respondele con texto libre dentro de las 24 horas.',
+  },
+  conversation_social: {
+    status: 409,
+    text: 'Las conversaciones del canal social todavía no admiten respuestas desde acá. Respondé desde una conversación de WhatsApp.',
   },
   case_closed: { status: 409, text: 'El caso ya está cerrado.' },
   case_closed_stage: {

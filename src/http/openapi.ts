@@ -18,6 +18,7 @@ const PUBLIC_TAGS: Record<string, string> = {
   Account: 'The account of the key: plan, effective limits, usage of the quota month, channel numbers.',
   Templates: 'Message templates approved by the channel (created and approved in the app).',
   Contacts: 'Contacts by phone, with free-form text attributes usable as filters and template variables.',
+  Conversations: "A contact's conversations on each number: the 24-hour window, who handles it, its messages.",
   Messages: 'Send templates and free text; follow the delivery status.',
   Campaigns: 'Bulk sends of a template to an audience, with their counters.',
   Cases: 'Pipelines and cases: one customer inquiry each, with reason, stage and outcome.',

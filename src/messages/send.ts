@@ -1,11 +1,15 @@
-// Sending a message (api.md §4 POST /messages): used by the route and by campaigns.
+// Sending a message (api.md §4 POST /messages): used by the route, by campaigns and, with an
+// origin, by team replies (and the automation engine).
 // validate → number → template → contact (limit) → conversation → 24-hour window → store `pending`
 // (commit) → provider.send outside any transaction → store wamid and `sent` → apply early reports.
 
+import { cancelRunning } from '../automations/cancel.js';
+import { answererOf, recordAnswer } from '../cases/handled-by.js';
+import { lockOpenCase } from '../cases/open.js';
 import { ProviderError } from '../channel/types.js';
 import { contactForSend, markMarketingOptOut } from '../contacts/service.js';
-import { conversationFor, windowOpen } from '../conversations/service.js';
-import type { Db } from '../db/index.js';
+import { conversationFor, setHandling, windowOpen } from '../conversations/service.js';
+import type { Db, Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
 import type { AccountRow, PhoneNumberRow, TemplateRow, TemplateVariable } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
@@ -23,6 +27,33 @@ export interface SendInput {
   phoneNumberId?: string;
   /** Set by campaigns (source `campaign`). */
   campaignId?: string;
+  /** Who writes when it is not the API: an automation, an AI agent or a team member. */
+  origin?: SendOrigin;
+}
+
+export interface SendOrigin {
+  source: 'automation' | 'agent' | 'team';
+  by?: { id?: string | null; name: string };
+}
+
+/**
+ * Inside the send transaction, after the conversation's lock and before the message insert: the
+ * open case (locked) records who answered it (handledBy). Returns the open case id, or null.
+ */
+async function recordAnswerer(trx: Trx, conversationId: string, origin: SendOrigin, now: Date): Promise<string | null> {
+  const open = await lockOpenCase(trx, conversationId);
+  if (!open) return null;
+  await recordAnswer(trx, open, answererOf(origin.source), now);
+  return open.id;
+}
+
+/**
+ * After the message insert, a team member's reply takes the conversation over: its running
+ * execution is cancelled and the conversation shows the team as handling it while the case lasts.
+ */
+async function teamTakesOver(trx: Trx, conversationId: string, by: SendOrigin['by'], openCaseId: string | null, now: Date) {
+  await cancelRunning(trx, { conversationId }, now);
+  await setHandling(trx, conversationId, { type: 'team', id: by?.id ?? null, name: by?.name ?? '', caseId: openCaseId });
 }
 
 /**
@@ -108,6 +139,8 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
     // allowed, so a business can answer a customer who writes again (or confirm the opt-out).
     if (template && contact.opted_out) throw new ApiError('send_opted_out');
     const variables = template ? resolveVariables(template.variables, input.template?.variables ?? {}, contact.attributes) : null;
+    const origin = input.origin;
+    const openCaseId = origin ? await recordAnswerer(trx, conversation.id, origin, now) : null;
     const message = await trx
       .insertInto('messages')
       .values({
@@ -125,12 +158,14 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
         to_phone: phone.phone,
         status: 'pending',
         campaign_id: input.campaignId ?? null,
-        source: input.campaignId ? 'campaign' : 'api',
+        source: origin?.source ?? (input.campaignId ? 'campaign' : 'api'),
+        ...(origin?.by ? { sent_by: JSON.stringify({ id: origin.by.id ?? null, name: origin.by.name }) } : {}),
         created_at: now,
         updated_at: now,
       })
       .returningAll()
       .executeTakeFirstOrThrow();
+    if (origin?.source === 'team') await teamTakesOver(trx, conversation.id, origin.by, openCaseId, now);
     return { message, contactCreated: created };
   });
   const pending = written.message;
