@@ -34,6 +34,10 @@ CREATE TABLE automation_executions (
   state            text NOT NULL DEFAULT 'ready',
   deadline_at      timestamptz,
   attempts         integer NOT NULL DEFAULT 0,         -- answers of an ask step that matched no option
+  inputs_pending   integer NOT NULL DEFAULT 0,         -- automation_inputs rows not read yet
+  -- The step log row of a send or http step whose outbound effect started and has not been
+  -- recorded as finished: found set by a new claim, the execution fails ("interrumpida").
+  effect_step      uuid,
   test             boolean NOT NULL DEFAULT false,
   trigger          text NOT NULL,                      -- keyword | first_message | api | webhook | comment | test
   -- Due: when a runner should look at it; while claimed, when the claim lapses. null once ended.
@@ -76,9 +80,12 @@ CREATE INDEX automation_inputs_execution ON automation_inputs (execution_id, seq
 -- the case that was open when the team took over stays open (handling_case_id).
 ALTER TABLE conversations
   ADD COLUMN handling_type     text,                   -- automation | agent | team | null
-  ADD COLUMN handling_id       uuid,
+  ADD COLUMN handling_id       text,                   -- an automation's or agent's id, or the app's team member id (any text)
   ADD COLUMN handling_name     text,
   ADD COLUMN handling_case_id  uuid;
+
+-- GET /api/v1/conversations lists an account's conversations in id order.
+CREATE INDEX conversations_account_id ON conversations (account_id, id);
 
 -- Internal notes for the team (a handoff's note; later an agent's summary).
 CREATE TABLE conversation_notes (

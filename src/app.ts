@@ -10,6 +10,8 @@ import type { ZodType, z } from 'zod';
 import { accountRoutes } from './accounts/routes.js';
 import { adminAuth } from './admin/auth.js';
 import { adminRoutes } from './admin/routes.js';
+import { automationHookRoutes } from './automations/hooks-routes.js';
+import { automationRoutes } from './automations/routes.js';
 import { campaignRoutes } from './campaigns/routes.js';
 import { caseRoutes } from './cases/routes.js';
 import { cloudReceiverRoutes } from './channel/cloud/routes.js';
@@ -163,7 +165,16 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       installPublicGuards(api, services);
       installIdempotency(api, services);
       const z = api as unknown as ZodApp;
-      for (const routes of [accountRoutes, templateRoutes, contactRoutes, conversationRoutes, messageRoutes, campaignRoutes, caseRoutes])
+      for (const routes of [
+        accountRoutes,
+        templateRoutes,
+        contactRoutes,
+        conversationRoutes,
+        messageRoutes,
+        campaignRoutes,
+        caseRoutes,
+        automationRoutes,
+      ])
         routes(z, services);
     },
     { prefix: '/api/v1' },
@@ -179,6 +190,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   );
 
   await app.register(async (ch) => cloudReceiverRoutes(ch as unknown as ZodApp, services));
+  await app.register(async (hooks) => automationHookRoutes(hooks as unknown as ZodApp, services));
 
   return app;
 }

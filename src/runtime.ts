@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { type DestinationStream, pino } from 'pino';
 import { AccountViewCache } from './accounts/view-cache.js';
 import { buildApp } from './app.js';
+import { AutomationRunner } from './automations/runner.js';
 import { CloudProvider } from './channel/cloud/provider.js';
 import { Channels } from './channel/registry.js';
 import { SandboxProvider } from './channel/sandbox/provider.js';
@@ -42,6 +43,7 @@ export interface Runtime {
   services: Services;
   database: OpenDb;
   dispatcher: WebhookDispatcher;
+  automations: AutomationRunner;
   scheduler: JobScheduler;
   channels: Channels;
   demo: DemoSeed | null;
@@ -92,10 +94,13 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     accountViews: new AccountViewCache(database.db, usage, clock),
     channels,
     dispatcher: { wake() {}, runOnce: async () => 0 },
+    automations: { wake() {}, runOnce: async () => 0, drive: async () => {} },
     adminToken: admin.token,
   };
   const dispatcher = new WebhookDispatcher(services);
   services.dispatcher = dispatcher;
+  const automations = new AutomationRunner(services);
+  services.automations = automations;
   channels.register(new SandboxProvider(services));
   channels.register(new CloudProvider(services));
 
@@ -111,6 +116,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
   const scheduler = new JobScheduler(services);
   if (opts.workers !== false) {
     dispatcher.start();
+    automations.start();
     scheduler.start();
   }
 
@@ -120,6 +126,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     services,
     database,
     dispatcher,
+    automations,
     scheduler,
     channels,
     demo,
@@ -148,6 +155,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
         clearInterval(sweep);
       }
       await scheduler.stop();
+      await automations.stop();
       await dispatcher.stop();
       await channels.close();
       await services.usage.close();

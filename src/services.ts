@@ -15,6 +15,16 @@ export interface Dispatcher {
   runOnce(): Promise<number>;
 }
 
+/** The automation runner of this process (automations/runner.ts). */
+export interface AutomationWorker {
+  /** An execution was started or given input: look now instead of at the next poll. */
+  wake(): void;
+  /** Runs everything due now until nothing is; resolves with the transitions made. */
+  runOnce(): Promise<number>;
+  /** Runs one execution now if due and free; waits until it rests or `maxMs` passes. */
+  drive(executionId: string, maxMs: number): Promise<void>;
+}
+
 export interface Services {
   config: Config;
   db: Db;
@@ -28,6 +38,7 @@ export interface Services {
   accountViews: AccountViewCache;
   channels: ChannelRegistry;
   dispatcher: Dispatcher;
+  automations: AutomationWorker;
   /** Operator bearer token (ADMIN_TOKEN, or generated and kept in DATA_DIR). */
   adminToken: string;
 }

@@ -1,5 +1,6 @@
 // The operator API (/admin/v1): thin routes over the feature services, one file per area.
 import { accountAdminRoutes } from '../accounts/admin-routes.js';
+import { automationAdminRoutes } from '../automations/admin-routes.js';
 import { campaignAdminRoutes } from '../campaigns/admin-routes.js';
 import { caseAdminRoutes } from '../cases/admin-routes.js';
 import { phoneNumberAdminRoutes } from '../channel/admin-routes.js';
@@ -20,6 +21,7 @@ export const adminRoutes: RoutesFn = (app, s) => {
     caseAdminRoutes,
     conversationAdminRoutes,
     campaignAdminRoutes,
+    automationAdminRoutes,
     jobAdminRoutes,
     sandboxAdminRoutes,
     cloudAdminRoutes,

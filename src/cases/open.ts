@@ -37,6 +37,14 @@ export const lockOpenCase = (trx: Trx, conversationId: string): Promise<CaseRow 
     .forUpdate()
     .executeTakeFirst();
 
+/** An open case whose inactivity deadline has not passed at `at` (else the next message closes it). */
+export const stillOpenAt = (c: Pick<CaseRow, 'last_inbound_at' | 'inactivity_hours'>, at: Date): boolean =>
+  at.getTime() < c.last_inbound_at.getTime() + c.inactivity_hours * HOUR_MS;
+
+/** The conversation's open case, read without a lock (a handoff's note names it). */
+export const openCaseOf = (trx: Trx, conversationId: string): Promise<{ id: string } | undefined> =>
+  trx.selectFrom('cases').select('id').where('conversation_id', '=', conversationId).where('status', '=', 'open').executeTakeFirst();
+
 /**
  * Inside the inbound transaction, with `open` from lockOpenCase: when the conversation has no
  * open case, opens one in the account's default pipeline's first `open` stage and emits

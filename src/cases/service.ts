@@ -2,7 +2,7 @@
 // Each change and its case.* event are written in one transaction (outbox).
 import { v5 as uuidv5 } from 'uuid';
 import type { Executor, Trx } from '../db/index.js';
-import type { By, CaseUpdate } from '../db/types.js';
+import type { By, CaseRow, CaseUpdate } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { isUuid } from '../lib/ids.js';
 import type { Services } from '../services.js';
@@ -104,33 +104,47 @@ export function changeStage(
   return change(s, async (trx, now) => {
     const c = await lockCase(trx, accountId, caseId);
     if (c.status !== 'open') throw new ApiError('case_closed_stage');
-    const stage = await trx
-      .selectFrom('stages')
-      .innerJoin('pipelines', 'pipelines.id', 'stages.pipeline_id')
-      .selectAll('stages')
-      .where('pipelines.account_id', '=', accountId)
-      .where('stages.id', '=', input.stageId)
-      .executeTakeFirst();
-    if (!stage || (c.pipeline_id && stage.pipeline_id !== c.pipeline_id)) throw new ApiError('stage_not_found');
-    if (stage.id === c.stage_id) {
-      const same = input.amount === undefined || (c.stage_amount !== null && Number(c.stage_amount) === input.amount);
-      if (same) return (await loadCase(trx, c.id))!;
-      await trx.updateTable('cases').set({ stage_amount: input.amount, updated_at: now }).where('id', '=', c.id).execute();
-      return emitCaseEvent(trx, 'case.stage_changed', c.id, now);
-    }
-    const closes = stage.kind === 'won' || stage.kind === 'lost';
-    const set: CaseUpdate = {
-      pipeline_id: stage.pipeline_id,
-      stage_id: stage.id,
-      stage_entered_at: now,
-      stage_amount: input.amount ?? null,
-      updated_at: now,
-      ...(closes ? { status: 'closed', closed_at: now, close_reason: 'stage', closed_by: null } : {}),
-    };
-    await trx.updateTable('cases').set(set).where('id', '=', c.id).execute();
-    const row = await emitCaseEvent(trx, 'case.stage_changed', c.id, now);
-    return closes ? emitCaseEvent(trx, 'case.closed', c.id, now) : row;
+    return moveToStage(trx, accountId, c, input, now);
   });
+}
+
+/**
+ * Moves a locked open case to a stage (the rules of changeStage). Also the automation `stage`
+ * step's, which locks the conversation's open case with lockOpenCase before its own rows.
+ */
+export async function moveToStage(
+  trx: Trx,
+  accountId: string,
+  c: CaseRow,
+  input: { stageId: string; amount?: number | undefined },
+  now: Date,
+): Promise<CaseJoined> {
+  const stage = await trx
+    .selectFrom('stages')
+    .innerJoin('pipelines', 'pipelines.id', 'stages.pipeline_id')
+    .selectAll('stages')
+    .where('pipelines.account_id', '=', accountId)
+    .where('stages.id', '=', input.stageId)
+    .executeTakeFirst();
+  if (!stage || (c.pipeline_id && stage.pipeline_id !== c.pipeline_id)) throw new ApiError('stage_not_found');
+  if (stage.id === c.stage_id) {
+    const same = input.amount === undefined || (c.stage_amount !== null && Number(c.stage_amount) === input.amount);
+    if (same) return (await loadCase(trx, c.id))!;
+    await trx.updateTable('cases').set({ stage_amount: input.amount, updated_at: now }).where('id', '=', c.id).execute();
+    return emitCaseEvent(trx, 'case.stage_changed', c.id, now);
+  }
+  const closes = stage.kind === 'won' || stage.kind === 'lost';
+  const set: CaseUpdate = {
+    pipeline_id: stage.pipeline_id,
+    stage_id: stage.id,
+    stage_entered_at: now,
+    stage_amount: input.amount ?? null,
+    updated_at: now,
+    ...(closes ? { status: 'closed', closed_at: now, close_reason: 'stage', closed_by: null } : {}),
+  };
+  await trx.updateTable('cases').set(set).where('id', '=', c.id).execute();
+  const row = await emitCaseEvent(trx, 'case.stage_changed', c.id, now);
+  return closes ? emitCaseEvent(trx, 'case.closed', c.id, now) : row;
 }
 
 /** A person closes the case (operator API): closeReason `manual`; already closed → 409. */

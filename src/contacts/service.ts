@@ -304,3 +304,28 @@ export async function listContacts(db: Executor, accountId: string, q: { limit: 
   const p = page(rows, q.limit);
   return { data: p.data.map(contactView), hasMore: p.hasMore, nextCursor: p.nextCursor };
 }
+
+/**
+ * One attribute set on a contact (the automation `set_attribute` step), with the same counts as
+ * the API (decisions.md "Attribute counts"). The contact is locked first (lock order 2).
+ */
+export async function setContactAttribute(
+  trx: Trx,
+  accountId: string,
+  contactId: string,
+  key: string,
+  value: string,
+  now: Date,
+): Promise<ContactRow> {
+  const existing = await trx.selectFrom('contacts').selectAll().where('id', '=', contactId).forNoKeyUpdate().executeTakeFirstOrThrow();
+  const patch: AttributePatch = { [key]: value };
+  assertAttributeRoom(existing.attributes, patch);
+  const contact = await trx
+    .updateTable('contacts')
+    .set({ attributes: mergePatch(patch), updated_at: now })
+    .where('id', '=', contactId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await rememberFields(trx, accountId, [key], now);
+  return contact;
+}

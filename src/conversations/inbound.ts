@@ -10,7 +10,8 @@
 
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { lockOpenCase, openCaseForInbound } from '../cases/open.js';
+import { automationForInbound } from '../automations/triggers.js';
+import { lockOpenCase, openCaseForInbound, stillOpenAt } from '../cases/open.js';
 import { isOptOutPhrase } from '../contacts/opt-out.js';
 import { contactForInbound, contactView, fillProfileName, markOptedOut } from '../contacts/service.js';
 import type { Trx } from '../db/index.js';
@@ -52,6 +53,13 @@ export interface InboundResult {
   conversationId: string;
   /** The provider re-sent a message we already had: nothing was done again. */
   duplicate: boolean;
+}
+
+/** What the transaction did: `contactCreated` changes GET /me's count; an execution to run now. */
+interface Stored {
+  result: InboundResult;
+  contactCreated: boolean;
+  wakeAutomations: boolean;
 }
 
 /** Thrown inside the transaction when a concurrent delivery of the same message won: roll back. */
@@ -133,7 +141,7 @@ function receivedData(
  * is the last lock. It may run again (a deadlock elsewhere): it only touches the database.
  */
 /** Stores the message and its effects; `contactCreated` tells whether GET /me's contact count changed. */
-async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<{ result: InboundResult; contactCreated: boolean }> {
+async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<Stored> {
   const { input, social, wamid } = p;
   const number = await receivingNumber(trx, input.accountId, input.phoneNumberId);
   if (!number && !social) throw new ApiError('no_connected_number');
@@ -166,6 +174,28 @@ async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<{ result:
   );
   if (!message) throw new AlreadyStored();
 
+  // Opt-out: the template's opt-out button, or a message that is nothing but an opt-out phrase.
+  const via = input.button?.optOut ? 'button' : !silent && isOptOutPhrase(input.text) ? 'keyword' : null;
+  // Automations: the input of a running execution, or a trigger (after the message, before the
+  // events: docs/architecture.md "Lock order").
+  const automation = silent
+    ? null
+    : await automationForInbound(
+        trx,
+        {
+          accountId: input.accountId,
+          conversation: conv,
+          contactId: contact.id,
+          number,
+          messageId: message.id,
+          text: input.text ?? input.button?.text ?? null,
+          contactCreated: found.created,
+          openCaseId: openCase && stillOpenAt(openCase, input.timestamp) ? openCase.id : null,
+          optOut: via !== null,
+        },
+        now,
+      );
+
   if (found.created) {
     const data = { source: social ? 'socialchat' : 'inbound', contact: contactView(contact) };
     await emitEvent(trx, { accountId: input.accountId, kind: 'contact.created', data }, now);
@@ -175,8 +205,6 @@ async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<{ result:
     await emitEvent(trx, { accountId: input.accountId, kind: 'message.received', data }, now);
   }
 
-  // Opt-out: the template's opt-out button, or a message that is nothing but an opt-out phrase.
-  const via = input.button?.optOut ? 'button' : !silent && isOptOutPhrase(input.text) ? 'keyword' : null;
   if (via && !contact.opted_out) {
     contact = await markOptedOut(trx, contact.id, now);
     const data = { contact: contactView(contact), via, text: input.text ?? input.button?.text ?? null };
@@ -196,6 +224,7 @@ async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<{ result:
   return {
     result: { messageId: message.id, contactId: contact.id, conversationId: conversation.id, duplicate: false },
     contactCreated: found.created,
+    wakeAutomations: automation !== null && (automation.kind === 'started' || automation.wake),
   };
 }
 
@@ -215,7 +244,7 @@ export async function receiveInbound(s: Services, input: InboundInput): Promise<
   }
 
   const now = s.clock.now();
-  let stored: { result: InboundResult; contactCreated: boolean };
+  let stored: Stored;
   try {
     stored = await transaction(s.db, (trx) => storeInbound(trx, { input, social, key, wamid }, now));
   } catch (err) {
@@ -229,6 +258,7 @@ export async function receiveInbound(s: Services, input: InboundInput): Promise<
     throw err;
   }
   s.dispatcher.wake();
+  if (stored.wakeAutomations) s.automations.wake();
   // GET /me counts the account's contacts; nothing else it shows moves with a message.
   if (stored.contactCreated) s.accountViews.changed(input.accountId);
   return stored.result;

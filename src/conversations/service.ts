@@ -65,7 +65,8 @@ export const touchInboundWindow = (trx: Executor, conversationId: string, at: Da
 export type Handling = {
   type: 'automation' | 'agent' | 'team';
   id: string | null;
-  name: string;
+  /** null after a handoff: the team, nobody in particular yet. */
+  name: string | null;
   /** `team`: the case open when the team took over (its handling lapses when that case closes). */
   caseId: string | null;
 } | null;
@@ -81,6 +82,16 @@ export async function setHandling(trx: Executor, conversationId: string, handlin
       handling_case_id: handling?.caseId ?? null,
     })
     .where('id', '=', conversationId)
+    .execute();
+}
+
+/** Clears the handling when it is still of this type (an execution ending leaves a team's handling alone). */
+export async function clearHandling(trx: Executor, conversationId: string, type: 'automation' | 'agent'): Promise<void> {
+  await trx
+    .updateTable('conversations')
+    .set({ handling_type: null, handling_id: null, handling_name: null, handling_case_id: null })
+    .where('id', '=', conversationId)
+    .where('handling_type', '=', type)
     .execute();
 }
 

@@ -370,6 +370,8 @@ export interface AutomationExecutionsTable {
   state: 'ready' | 'asked' | 'waiting';
   deadline_at: Ts | null;
   attempts: Generated<number>;
+  inputs_pending: Generated<number>;
+  effect_step: string | null;
   test: Generated<boolean>;
   trigger: string;
   run_at: Ts | null;

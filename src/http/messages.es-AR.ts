@@ -60,8 +60,34 @@ export const catalogue = {
   delivery_not_found: { status: 404, text: 'No existe esa entrega de webhook.' },
   job_not_found: {
     status: 404,
-    text: 'No existe esa tarea. Las tareas son case-timeouts, campaigns, webhooks, idempotency-keys y sandbox-statuses.',
+    text: 'No existe esa tarea. Las tareas son automations, case-timeouts, campaigns, webhooks, idempotency-keys y sandbox-statuses.',
   },
+  // Automations: executions, the public and operator routes, the incoming webhook (src/automations)
+  automation_not_found: { status: 404, text: 'No encontramos esa automatización en tu cuenta. Revisá el id.' },
+  execution_not_found: { status: 404, text: 'No encontramos esa ejecución en la automatización. Revisá los ids.' },
+  automation_hook_not_found: {
+    status: 404,
+    text: 'No hay ninguna automatización con ese webhook entrante. Revisá la dirección: puede que la hayan rotado.',
+  },
+  automation_not_active: {
+    status: 409,
+    text: 'La automatización no está activa. Activala desde la app (estado active) y probá de nuevo.',
+  },
+  automation_running: {
+    status: 409,
+    text: 'La conversación ya tiene una automatización en curso. Esperá a que termine o detenela desde la app.',
+  },
+  automation_not_webhook: {
+    status: 409,
+    text: 'Esta automatización no se dispara por webhook: no tiene webhook entrante. Cambiá su disparador a webhook primero.',
+  },
+  execution_not_running: { status: 409, text: 'La ejecución ya terminó: no hay nada que detener.' },
+  automation_number_unknown: { status: 400, text: 'No existe ese número en la cuenta. Revisá el phoneNumberId en GET /me.' },
+  automation_hook_phone: {
+    status: 400,
+    text: 'Enviá el teléfono del contacto en el campo phone, en formato internacional (por ejemplo +5491123456789).',
+  },
+  automation_hook_object: { status: 400, text: 'El cuerpo tiene que ser un objeto JSON con el campo phone.' },
   // WhatsApp Cloud API receiver and template sync (src/channel/cloud)
   cloud_signature_invalid: {
     status: 401,
@@ -368,6 +394,35 @@ export const graphAccountReasons: Readonly<Record<number, string>> = {
   131042: 'la cuenta de WhatsApp Business tiene un problema de pago. Agregá o revisá el método de pago en el Administrador de WhatsApp.',
   131045: 'el número no está registrado en la API de WhatsApp Cloud. Registralo desde la app de Meta y probá de nuevo.',
   133010: 'el número no está registrado en la API de WhatsApp Cloud. Registralo desde la app de Meta y probá de nuevo.',
+};
+
+/**
+ * Why an execution failed (its `error` and the `automation.failed` event). A refused send uses
+ * the refusal's own text instead.
+ */
+export const executionErrors = {
+  stepsQuota: (limit: number | string) =>
+    `Se agotaron los pasos de automatización del mes (${limit}). Mejorá el plan o esperá al día 1 para que sigan.`,
+  httpQuota: (limit: number | string) =>
+    `Se agotaron los pedidos HTTP de automatización del mes (${limit}). Mejorá el plan o esperá al día 1.`,
+  interrupted: (step: string) =>
+    `El paso "${step}" quedó interrumpido: el servicio se reinició mientras lo hacía y no lo repetimos para no enviar dos veces.`,
+  noAnswer: 'El contacto no respondió a tiempo y el paso no tiene timeoutNext.',
+  noOption: 'El contacto no eligió ninguna de las opciones después de preguntarle tres veces.',
+  http: (step: string, reason: string) => `El pedido HTTP del paso "${step}" falló (${reason}) y el paso no tiene onError.`,
+  stepMissing: (step: string) => `La automatización cambió y el paso "${step}" ya no existe.`,
+  agentsUnavailable: 'Los agentes de IA todavía no están disponibles: la conversación no se pudo pasar a un agente.',
+  noPhone: 'El contacto no tiene teléfono: esta automatización solo puede escribirle por WhatsApp.',
+  unexpected: 'Un error inesperado detuvo la ejecución. Revisá el registro de pasos y probá de nuevo.',
+};
+
+/** Why an http step's request did not succeed (inside executionErrors.http and the step log). */
+export const httpStepReasons = {
+  status: (code: number) => `respondió ${code}`,
+  timeout: (ms: number) => `no respondió en ${ms} ms`,
+  refused: 'la dirección es privada o local y no está permitida',
+  url: 'la URL no es válida',
+  network: 'no se pudo conectar',
 };
 
 /** Graph error codes of template refusals (the subject, "la plantilla", is the caller's text). */

@@ -22,6 +22,7 @@ const PUBLIC_TAGS: Record<string, string> = {
   Messages: 'Send templates and free text; follow the delivery status.',
   Campaigns: 'Bulk sends of a template to an audience, with their counters.',
   Cases: 'Pipelines and cases: one customer inquiry each, with reason, stage and outcome.',
+  Automations: 'Flows that answer customers: start one for a phone, read its executions; an incoming webhook per flow.',
 };
 
 const OPERATOR_TAGS: Record<string, string> = {
@@ -226,7 +227,7 @@ function tagList(paths: Json, known: Record<string, string>): { name: string; de
 
 /** The customer document (/api/v1/openapi.json and /docs). `full` is a fresh copy it may change. */
 export function publicDocument(full: Json): Json {
-  const paths = pick(full.paths ?? {}, (p) => p.startsWith('/api/v1/'));
+  const paths = pick(full.paths ?? {}, (p) => p.startsWith('/api/v1/') || p.startsWith('/hooks/'));
   for (const [path, method, op] of operations(paths)) {
     op.security ??= [{ bearer: [] }];
     if (IDEMPOTENT.has(`${method} ${path}`) && !(op.parameters ?? []).some((p: Json) => p.name === 'Idempotency-Key')) {

@@ -9,6 +9,9 @@ import { webhooksJob } from '../webhooks/job.js';
 import type { Job } from './types.js';
 
 export const jobs: Record<string, Job> = {
+  // Every process runs its own automation runner (it polls every 250 ms); this runs what is due
+  // now to the end — the operator's and the tests' way to fire timers after moving the clock.
+  automations: { everyMs: 60_000, run: (s) => s.automations.runOnce() },
   webhooks: webhooksJob,
   // Inactivity closing and stale → lost (cases/timeouts.ts); also drops early status reports
   // older than 7 days (messages/status.ts). `changed` counts only the cases.

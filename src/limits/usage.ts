@@ -153,3 +153,25 @@ export const addUsageCounts = (rows: RawBuilder<unknown>) => sql`
   INSERT INTO usage_counters (account_id, period_start, resource, count)
   ${rows}
   ON CONFLICT (account_id, period_start, resource) DO UPDATE SET count = usage_counters.count + excluded.count`;
+
+/** The usage_counters resources of automations (api.md §8, GET /me `usage`). */
+export type AutomationResource = 'automationSteps' | 'automationHttpRequests';
+
+/**
+ * Adds `n` to the account's automation counter of the period and returns the new count. The
+ * counter row stays locked until the transaction ends, so two executions of one account cannot
+ * both take the last step of the quota; it is taken after the execution row and before any
+ * event (docs/architecture.md "Lock order").
+ */
+export async function addAutomationUsage(
+  trx: Executor,
+  accountId: string,
+  period: Period,
+  resource: AutomationResource,
+  n = 1,
+): Promise<number> {
+  const r = await sql<{ count: number | string }>`
+    ${addUsageCounts(sql`SELECT ${accountId}::uuid, ${period.start}::timestamptz, ${resource}, ${n}::bigint`)}
+    RETURNING count`.execute(trx);
+  return Number(r.rows[0]?.count ?? 0);
+}

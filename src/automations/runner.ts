@@ -1,0 +1,147 @@
+// The automation runner: every process runs one. It claims due executions (`run_at <= now`,
+// status running) with FOR UPDATE SKIP LOCKED, moving `run_at` to the end of a lease and writing
+// its claim, and runs each until it waits, ends or the process stops (steps.ts). Woken in-process
+// when an execution is started or given input; polls for the rest (timers, other processes'
+// work, claims of a crashed process whose lease lapsed).
+import { sql } from 'kysely';
+import type { Agent } from 'undici';
+import type { ExecutionRow } from '../db/types.js';
+import { newId } from '../lib/ids.js';
+import type { AutomationWorker, Services } from '../services.js';
+import { createAgent } from '../webhooks/send.js';
+import { advance, LEASE_MS } from './steps.js';
+
+export const POLL_MS = 250;
+/** Executions run at once in this process (each one step at a time). */
+const MAX_IN_FLIGHT = 64;
+/** http steps: connections per origin (a slow receiver holds a few, not all). */
+const HTTP_PER_ORIGIN = 16;
+const HTTP_MAX_TIMEOUT_MS = 15_000;
+
+export class AutomationRunner implements AutomationWorker {
+  private readonly agent: Agent;
+  private started = false;
+  private stopping = false;
+  private timer: NodeJS.Timeout | null = null;
+  private pumping: Promise<void> | null = null;
+  private again = false;
+  /** Executions this process is running, by id. */
+  private readonly inFlight = new Map<string, Promise<number>>();
+
+  constructor(private readonly s: Services) {
+    this.agent = createAgent({
+      allowPrivate: s.config.allowPrivateWebhooks,
+      connectionsPerOrigin: HTTP_PER_ORIGIN,
+      timeoutMs: HTTP_MAX_TIMEOUT_MS,
+    });
+  }
+
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.timer = setInterval(() => this.pump(), POLL_MS);
+    this.timer.unref();
+    this.pump();
+  }
+
+  wake(): void {
+    if (this.started && !this.stopping) this.pump();
+  }
+
+  /** Stops claiming; executions in flight finish their step and give themselves back (due now). */
+  async stop(graceMs = 20_000): Promise<void> {
+    this.stopping = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.pumping;
+    let t: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...this.inFlight.values()]), new Promise((r) => (t = setTimeout(r, graceMs)))]);
+    clearTimeout(t);
+    await this.agent.close().catch(() => {});
+  }
+
+  /**
+   * Runs everything due now (by the service's clock) until nothing is due, including what the
+   * background already holds; returns the transitions made (POST /admin/v1/jobs/automations/run).
+   */
+  async runOnce(): Promise<number> {
+    let n = 0;
+    for (;;) {
+      n += (await Promise.all([...this.inFlight.values()])).reduce((a, b) => a + b, 0);
+      const claimed = await this.claim(MAX_IN_FLIGHT);
+      if (claimed.length === 0 && this.inFlight.size === 0) return n;
+      n += (await Promise.all(claimed.map((row) => this.run(row)))).reduce((a, b) => a + b, 0);
+    }
+  }
+
+  /**
+   * Runs one execution now if it is due and free, and waits for it to rest (a wait, an answer, its
+   * end) or for `maxMs`, whichever comes first (a start through the API answers with short flows
+   * already ended).
+   */
+  async drive(executionId: string, maxMs: number): Promise<void> {
+    let running = this.inFlight.get(executionId);
+    if (!running) {
+      const [row] = await this.claim(1, executionId);
+      if (row) running = this.run(row);
+    }
+    if (!running) return;
+    let t: NodeJS.Timeout | undefined;
+    await Promise.race([running, new Promise((r) => (t = setTimeout(r, maxMs)))]);
+    clearTimeout(t);
+  }
+
+  private pump(): void {
+    if (this.stopping) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = (async () => {
+      do {
+        this.again = false;
+        for (;;) {
+          const room = MAX_IN_FLIGHT - this.inFlight.size;
+          if (room <= 0 || this.stopping) break;
+          const claimed = await this.claim(room);
+          for (const row of claimed) void this.run(row);
+          if (claimed.length < room) break;
+          // Full: wait for a slot before claiming more.
+          await Promise.race(this.inFlight.values());
+        }
+      } while (this.again && !this.stopping);
+    })()
+      .catch((err) => this.s.log.warn({ err: { message: (err as Error).message } }, 'automation runner: claim failed'))
+      .finally(() => {
+        this.pumping = null;
+      });
+  }
+
+  private run(row: ExecutionRow): Promise<number> {
+    const p = advance(this.s, this.agent, row, () => this.stopping).finally(() => {
+      this.inFlight.delete(row.id);
+      // A slot freed: more may be due.
+      if (this.started && !this.stopping) this.pump();
+    });
+    this.inFlight.set(row.id, p);
+    return p;
+  }
+
+  /** Claims up to `limit` due executions (or the one named); their `run_at` becomes the lease's end. */
+  private async claim(limit: number, id?: string): Promise<ExecutionRow[]> {
+    if (limit <= 0) return [];
+    const now = this.s.clock.now();
+    const lease = new Date(now.getTime() + LEASE_MS);
+    const claim = newId();
+    const only = id ? sql`AND id = ${id}` : sql``;
+    const r = await sql<ExecutionRow>`
+      UPDATE automation_executions e SET claim = ${claim}, run_at = ${lease}, updated_at = ${now}
+      WHERE e.id IN (
+        SELECT id FROM automation_executions
+        WHERE status = 'running' AND run_at <= ${now} ${only}
+        ORDER BY run_at LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED)
+      RETURNING e.*`.execute(this.s.db);
+    return r.rows;
+  }
+}

@@ -1,0 +1,230 @@
+// Automations (docs/automations.md): the operator's CRUD, status changes and the incoming
+// webhook's token. A flow is validated as a whole when saved (automations/flow.ts); pausing or
+// deleting an automation cancels its running executions in the same transaction.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Db, Executor } from '../db/index.js';
+import { transaction } from '../db/retry.js';
+import type { AutomationRow } from '../db/types.js';
+import { ApiError, ValidationError, type ValidationProblem } from '../http/errors.js';
+import { textFor } from '../http/messages.es-AR.js';
+import { isUuid, newId } from '../lib/ids.js';
+import type { Services } from '../services.js';
+import { cancelRunning } from './cancel.js';
+import { type Step, type Trigger, validateFlow } from './flow.js';
+import { type AutomationView, automationView } from './view.js';
+
+export interface AutomationInput {
+  name: string;
+  status?: 'draft' | 'active' | 'paused' | undefined;
+  trigger: unknown;
+  steps: unknown;
+  phoneNumberId?: string | null | undefined;
+}
+
+export type AutomationPatch = Partial<AutomationInput>;
+
+/** The base of incoming webhook URLs. */
+export const publicBaseUrl = (s: Services): string => s.config.PUBLIC_URL ?? `http://${s.config.HOST}:${s.config.PORT}`;
+
+const view = (s: Services, a: AutomationRow): AutomationView => automationView(a, publicBaseUrl(s));
+
+/** 32 random bytes, base64url: 43 characters (the spec asks for 32 or more). */
+const newToken = (): string => randomBytes(32).toString('base64url');
+const hashToken = (t: string): string => createHash('sha256').update(t).digest('hex');
+
+/** Validates trigger, steps and number against the account; throws the 400 with every problem. */
+async function checkFlow(
+  db: Executor,
+  accountId: string,
+  input: { trigger: unknown; steps: unknown; phoneNumberId?: string | null | undefined },
+): Promise<{ trigger: Trigger; steps: Step[] }> {
+  const problems: ValidationProblem[] = [];
+  const result = await validateFlow(
+    { trigger: input.trigger, steps: input.steps },
+    {
+      templateOfAccount: async (id) =>
+        isUuid(id) &&
+        !!(await db
+          .selectFrom('templates')
+          .select('id')
+          .where('account_id', '=', accountId)
+          .where('id', '=', id)
+          .where('deleted_at', 'is', null)
+          .executeTakeFirst()),
+      stageOfAccount: async (id) =>
+        isUuid(id) &&
+        !!(await db
+          .selectFrom('stages')
+          .innerJoin('pipelines', 'pipelines.id', 'stages.pipeline_id')
+          .select('stages.id')
+          .where('pipelines.account_id', '=', accountId)
+          .where('stages.id', '=', id)
+          .executeTakeFirst()),
+      agentsAvailable: false,
+    },
+  );
+  if (!result.ok) problems.push(...result.problems);
+  if (input.phoneNumberId) {
+    const n = isUuid(input.phoneNumberId)
+      ? await db
+          .selectFrom('phone_numbers')
+          .select('id')
+          .where('account_id', '=', accountId)
+          .where('id', '=', input.phoneNumberId)
+          .executeTakeFirst()
+      : undefined;
+    if (!n) problems.push({ path: ['phoneNumberId'], message: textFor('automation_number_unknown') });
+  }
+  if (problems.length > 0 || !result.ok) throw new ValidationError(problems);
+  return { trigger: result.trigger, steps: result.steps };
+}
+
+export async function createAutomation(s: Services, accountId: string, input: AutomationInput): Promise<AutomationView> {
+  const flow = await checkFlow(s.db, accountId, input);
+  const now = s.clock.now();
+  const token = flow.trigger.type === 'webhook' ? newToken() : null;
+  const row = await s.db
+    .insertInto('automations')
+    .values({
+      id: newId(),
+      account_id: accountId,
+      name: input.name,
+      status: input.status ?? 'draft',
+      trigger: JSON.stringify(flow.trigger),
+      steps: JSON.stringify(flow.steps),
+      phone_number_id: input.phoneNumberId ?? null,
+      webhook_token: token,
+      webhook_token_hash: token ? hashToken(token) : null,
+      created_at: now,
+      updated_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return view(s, row);
+}
+
+/** The account's automation (not deleted), or 404. */
+export async function getAutomationRow(db: Executor, accountId: string, id: string): Promise<AutomationRow> {
+  const a = isUuid(id)
+    ? await db
+        .selectFrom('automations')
+        .selectAll()
+        .where('account_id', '=', accountId)
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst()
+    : undefined;
+  if (!a) throw new ApiError('automation_not_found');
+  return a;
+}
+
+export const getAutomation = async (s: Services, accountId: string, id: string): Promise<AutomationView> =>
+  view(s, await getAutomationRow(s.db, accountId, id));
+
+/** Newest first (the public list omits steps and webhookUrl). */
+export const listAutomationRows = (db: Db, accountId: string): Promise<AutomationRow[]> =>
+  db
+    .selectFrom('automations')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('deleted_at', 'is', null)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+
+export const listAutomations = async (s: Services, accountId: string): Promise<AutomationView[]> =>
+  (await listAutomationRows(s.db, accountId)).map((a) => view(s, a));
+
+/**
+ * Changes name, status, trigger, steps or number. A new trigger or new steps are validated with
+ * the rest of the flow. Leaving `active` (paused, draft) cancels the running executions; running
+ * executions of an active automation whose steps change go on with the new steps (a step id that
+ * no longer exists fails them). A trigger that becomes `webhook` gets a token; one that stops
+ * being `webhook` loses it.
+ */
+export async function updateAutomation(s: Services, accountId: string, id: string, patch: AutomationPatch): Promise<AutomationView> {
+  const current = await getAutomationRow(s.db, accountId, id);
+  const changesFlow = patch.trigger !== undefined || patch.steps !== undefined;
+  const flow = changesFlow
+    ? await checkFlow(s.db, accountId, {
+        trigger: patch.trigger ?? current.trigger,
+        steps: patch.steps ?? current.steps,
+        phoneNumberId: patch.phoneNumberId,
+      })
+    : patch.phoneNumberId
+      ? await checkFlow(s.db, accountId, { trigger: current.trigger, steps: current.steps, phoneNumberId: patch.phoneNumberId })
+      : null;
+  const now = s.clock.now();
+  return transaction(s.db, async (trx) => {
+    const trigger = (flow?.trigger ?? current.trigger) as Trigger;
+    const keepsToken = trigger.type === 'webhook';
+    const token = keepsToken ? (current.webhook_token ?? newToken()) : null;
+    const row = await trx
+      .updateTable('automations')
+      .set({
+        ...(patch.name !== undefined ? { name: patch.name } : {}),
+        ...(patch.status !== undefined ? { status: patch.status } : {}),
+        ...(flow ? { trigger: JSON.stringify(flow.trigger), steps: JSON.stringify(flow.steps) } : {}),
+        ...(patch.phoneNumberId !== undefined ? { phone_number_id: patch.phoneNumberId } : {}),
+        webhook_token: token,
+        webhook_token_hash: token ? hashToken(token) : null,
+        updated_at: now,
+      })
+      .where('id', '=', current.id)
+      .where('deleted_at', 'is', null)
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) throw new ApiError('automation_not_found');
+    if (row.status !== 'active') await cancelRunning(trx, { automationId: row.id }, now);
+    return view(s, row);
+  });
+}
+
+/** Deletes (hidden from every list; executions stay readable by the operator) and cancels its running executions. */
+export async function deleteAutomation(s: Services, accountId: string, id: string): Promise<void> {
+  const now = s.clock.now();
+  await transaction(s.db, async (trx) => {
+    const row = await trx
+      .updateTable('automations')
+      .set({ deleted_at: now, status: 'paused', webhook_token: null, webhook_token_hash: null, updated_at: now })
+      .where('account_id', '=', accountId)
+      .where('id', '=', isUuid(id) ? id : '00000000-0000-0000-0000-000000000000')
+      .where('deleted_at', 'is', null)
+      .returning('id')
+      .executeTakeFirst();
+    if (!row) throw new ApiError('automation_not_found');
+    await cancelRunning(trx, { automationId: row.id }, now);
+  });
+}
+
+/** A new incoming-webhook token: the old URL stops working at once. */
+export async function rotateWebhook(s: Services, accountId: string, id: string): Promise<AutomationView> {
+  const current = await getAutomationRow(s.db, accountId, id);
+  if ((current.trigger as Trigger).type !== 'webhook') throw new ApiError('automation_not_webhook');
+  const token = newToken();
+  const row = await s.db
+    .updateTable('automations')
+    .set({ webhook_token: token, webhook_token_hash: hashToken(token), updated_at: s.clock.now() })
+    .where('id', '=', current.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return view(s, row);
+}
+
+/**
+ * The automation an incoming-webhook token opens, or null. Looked up by the token's hash, then
+ * compared in constant time, so neither the lookup nor the comparison tells how much matched.
+ */
+export async function automationByToken(db: Db, token: string): Promise<AutomationRow | null> {
+  if (token.length < 32 || token.length > 200) return null;
+  const row = await db
+    .selectFrom('automations')
+    .selectAll()
+    .where('webhook_token_hash', '=', hashToken(token))
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (!row?.webhook_token) return null;
+  const a = Buffer.from(row.webhook_token);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b) ? row : null;
+}

@@ -1,0 +1,586 @@
+// Running one claimed execution (docs/automations.md "Steps", "Durability"). Every change of an
+// execution is one transaction that checks the claim (`WHERE id AND claim AND status='running'`):
+// a runner whose execution was cancelled, or whose claim lapsed and was taken, writes nothing.
+//
+// Steps without an outbound effect (condition, set_attribute, wait, stage, handoff, end) are one
+// transaction each: the step's own rows, the execution's new position, the step log and the
+// month's step count commit together. A `send`, `ask` or `http` step is two: the first records
+// the step as started (`effect_step`) and counts it, then the message or request goes out, then
+// the second records its end. A claim that finds `effect_step` set (a crash in between) fails the
+// execution "interrumpida" instead of repeating the effect.
+//
+// Row locks, in the order of docs/architecture.md: the step's contact / conversation / case, then
+// the execution row, then the month's automation counter, then events.
+import { sql, type Updateable } from 'kysely';
+import type { Agent } from 'undici';
+import { getAccount } from '../accounts/service.js';
+import { lockOpenCase, openCaseOf } from '../cases/open.js';
+import { moveToStage } from '../cases/service.js';
+import { setContactAttribute } from '../contacts/service.js';
+import { addNote, clearHandling, setHandling } from '../conversations/service.js';
+import type { Trx } from '../db/index.js';
+import { transaction } from '../db/retry.js';
+import type { AccountRow, AutomationExecutionsTable, AutomationRow, ContactRow, ExecutionRow } from '../db/types.js';
+import { ApiError, ValidationError } from '../http/errors.js';
+import { executionErrors } from '../http/messages.es-AR.js';
+import { newId } from '../lib/ids.js';
+import { quotaPeriod } from '../limits/period.js';
+import { effectiveLimits } from '../limits/plans.js';
+import { type AutomationResource, addAutomationUsage } from '../limits/usage.js';
+import { sendMessage } from '../messages/send.js';
+import type { Services } from '../services.js';
+import { emitEvent } from '../webhooks/outbox.js';
+import { nextOf, type Step } from './flow.js';
+import { httpStep } from './http-step.js';
+import { evaluateCondition, normalizeText, type TextContext as RenderContext, renderText } from './text.js';
+
+/** How long a claim holds an execution: longer than any one step (an http step is ≤ 15 s). */
+export const LEASE_MS = 120_000;
+/** An execution whose step failed unexpectedly (the database, a bug) is looked at again after this. */
+const RETRY_MS = 10_000;
+/** Re-asks of an `ask` with options before the execution fails (automations.md: at most twice). */
+const MAX_REASKS = 2;
+
+/** The claim was lost (cancelled, or lapsed and taken): stop without writing. */
+class Lost extends Error {}
+/** The month's quota is used up: the step did not run. */
+class QuotaExceeded extends Error {
+  constructor(
+    readonly resource: AutomationResource,
+    readonly limit: number,
+  ) {
+    super(resource);
+  }
+}
+
+/** What a run needs besides the execution row, loaded once per claim. */
+interface Ctx {
+  s: Services;
+  agent: Agent;
+  account: AccountRow;
+  automation: AutomationRow;
+  steps: Step[];
+  contact: ContactRow;
+  /** The execution as this runner last wrote it. */
+  row: ExecutionRow;
+}
+
+type ExecUpdate = Updateable<AutomationExecutionsTable>;
+
+const renderCtx = (c: Ctx): RenderContext => ({
+  variables: c.row.variables,
+  attributes: c.contact.attributes,
+  contact: { name: c.contact.name, phone: c.contact.phone },
+});
+
+/**
+ * Runs a claimed execution until it waits (an answer, a timer), ends, or the process stops.
+ * Returns how many transitions it made.
+ */
+export async function advance(s: Services, agent: Agent, claimed: ExecutionRow, stopping: () => boolean): Promise<number> {
+  let c: Ctx | null = null;
+  let n = 0;
+  try {
+    c = await load(s, agent, claimed);
+    if (!c) return 0;
+    if (c.row.effect_step) {
+      await interrupted(c);
+      return 1;
+    }
+    for (;;) {
+      if (stopping()) {
+        await park(c, c.s.clock.now());
+        return n;
+      }
+      n += 1;
+      const go = await turn(c);
+      if (go === 'rest') return n;
+    }
+  } catch (err) {
+    if (err instanceof Lost) return n;
+    s.log.warn({ err: { message: (err as Error).message }, executionId: claimed.id }, 'automation step failed unexpectedly');
+    // Looked at again later; if an outbound effect had started, that claim fails it (interrumpida).
+    await s.db
+      .updateTable('automation_executions')
+      .set({ claim: null, run_at: new Date(s.clock.ms() + RETRY_MS) })
+      .where('id', '=', claimed.id)
+      .where('claim', '=', claimed.claim)
+      .where('status', '=', 'running')
+      .execute()
+      .catch(() => {});
+    return n;
+  }
+}
+
+async function load(s: Services, agent: Agent, row: ExecutionRow): Promise<Ctx | null> {
+  const [automation, contact] = await Promise.all([
+    s.db.selectFrom('automations').selectAll().where('id', '=', row.automation_id).executeTakeFirst(),
+    s.db.selectFrom('contacts').selectAll().where('id', '=', row.contact_id).executeTakeFirst(),
+  ]);
+  if (!automation || !contact) return null;
+  const account = await getAccount(s.db, row.account_id);
+  return { s, agent, account, automation, steps: automation.steps as Step[], contact, row };
+}
+
+/** One transition of the execution; 'rest' when it waits or ended. */
+async function turn(c: Ctx): Promise<'go' | 'rest'> {
+  const now = c.s.clock.now();
+  const step = c.steps.find((x) => x.id === c.row.current_step_id);
+  if (!step) {
+    if (c.row.current_step_id === null) return end(c, { status: 'completed' });
+    return end(c, { status: 'failed', error: executionErrors.stepMissing(c.row.current_step_id) });
+  }
+  if (c.row.state === 'asked') return answer(c, step as Extract<Step, { type: 'ask' }>, now);
+  if (c.row.state === 'waiting') {
+    if (c.row.deadline_at && now < c.row.deadline_at) return parkUntil(c, c.row.deadline_at);
+    await write(c, { set: moveTo(nextOf(step, c.steps)), closeOpenLog: { stepId: step.id, outcome: 'ok' } });
+    return 'go';
+  }
+  try {
+    return await runStep(c, step, now);
+  } catch (err) {
+    if (err instanceof QuotaExceeded) {
+      const error = err.resource === 'automationSteps' ? executionErrors.stepsQuota(err.limit) : executionErrors.httpQuota(err.limit);
+      return end(c, { status: 'failed', error });
+    }
+    throw err;
+  }
+}
+
+async function runStep(c: Ctx, step: Step, now: Date): Promise<'go' | 'rest'> {
+  const next = nextOf(step, c.steps);
+  switch (step.type) {
+    case 'send':
+      return outbound(c, step, async () => {
+        const r = await sendFor(c, step.text !== undefined ? { text: step.text } : { template: step.template! });
+        return r.ok ? { set: moveTo(next), outcome: 'ok', detail: { messageId: r.messageId } } : { fail: r.error, detail: r.detail };
+      });
+    case 'ask':
+      return outbound(c, step, async () => {
+        const options = step.options?.length ? `\n\n${step.options.map((o, i) => `${i + 1}. ${o}`).join('\n')}` : '';
+        const r = await sendFor(c, { text: `${step.text}${options}` });
+        if (!r.ok) return { fail: r.error, detail: r.detail };
+        const deadline = new Date(c.s.clock.ms() + (step.timeoutMinutes ?? 1440) * 60_000);
+        return { set: { state: 'asked', deadline_at: deadline }, park: deadline, outcome: 'asked', detail: { messageId: r.messageId } };
+      });
+    case 'http':
+      return outbound(c, step, async () => {
+        const r = await httpStep(c.s, c.agent, step, renderCtx(c));
+        const variables = step.save ? { ...c.row.variables, [step.save]: r.result } : c.row.variables;
+        if (r.ok)
+          return { set: { ...moveTo(next), variables: JSON.stringify(variables) }, outcome: 'ok', detail: { status: r.result.status } };
+        const detail = { reason: r.reason, status: r.result.status };
+        if (step.onError) return { set: { ...moveTo(step.onError), variables: JSON.stringify(variables) }, outcome: 'error', detail };
+        return { fail: r.error, detail, variables };
+      });
+    case 'condition': {
+      const yes = evaluateCondition(step.if, renderCtx(c));
+      const to = yes ? (step.then ?? next) : (step.else ?? next);
+      await write(c, { set: moveTo(to), log: { step, outcome: yes ? 'then' : 'else' }, count: true });
+      return 'go';
+    }
+    case 'set_attribute': {
+      const value = renderText(step.value, renderCtx(c));
+      try {
+        await write(c, {
+          before: async (trx) => {
+            c.contact = await setContactAttribute(trx, c.account.id, c.contact.id, step.attribute, value, now);
+          },
+          set: moveTo(next),
+          log: { step, outcome: 'ok' },
+          count: true,
+        });
+      } catch (err) {
+        const reason = refusalText(err);
+        if (reason === null) throw err;
+        return end(c, { status: 'failed', error: reason, log: { step, outcome: 'failed' } });
+      }
+      return 'go';
+    }
+    case 'wait': {
+      const deadline = new Date(c.s.clock.ms() + step.minutes * 60_000);
+      await write(c, {
+        set: { state: 'waiting', deadline_at: deadline },
+        log: { step, outcome: 'waiting', open: true },
+        count: true,
+        park: deadline,
+      });
+      return 'rest';
+    }
+    case 'stage': {
+      let outcome = 'ok';
+      try {
+        await write(c, {
+          lock: (trx) => lockOpenCase(trx, c.row.conversation_id),
+          after: async (trx, open) => {
+            if (!open) outcome = 'no_case';
+            else await moveToStage(trx, c.account.id, open, { stageId: step.stageId }, now);
+          },
+          set: moveTo(next),
+          log: { step, outcome: () => outcome },
+          count: true,
+        });
+      } catch (err) {
+        const reason = refusalText(err);
+        if (reason === null) throw err;
+        return end(c, { status: 'failed', error: reason, log: { step, outcome: 'failed' } });
+      }
+      return 'go';
+    }
+    case 'handoff':
+      return end(c, { status: 'handed_off', log: { step, outcome: 'ok' }, note: step.note ? renderText(step.note, renderCtx(c)) : null });
+    case 'end':
+      return end(c, { status: 'completed', log: { step, outcome: 'ok' } });
+    case 'agent':
+      return end(c, { status: 'failed', error: executionErrors.agentsUnavailable, log: { step, outcome: 'failed' } });
+  }
+}
+
+/** The Spanish text of a refusal (a send, an attribute, a stage): what the execution fails with. */
+function refusalText(err: unknown): string | null {
+  if (err instanceof ApiError) return err.message;
+  if (err instanceof ValidationError) return err.problems.map((p) => p.message).join(' ');
+  return null;
+}
+
+type SendResult = { ok: true; messageId: string } | { ok: false; error: string; detail: Record<string, unknown> };
+
+/** Sends as POST /messages would (window, template, opt-out), from the execution's number. */
+async function sendFor(
+  c: Ctx,
+  what: { text: string } | { template: { id: string; variables?: Record<string, string> | undefined } },
+): Promise<SendResult> {
+  if (!c.contact.phone) return { ok: false, error: executionErrors.noPhone, detail: {} };
+  const ctx = renderCtx(c);
+  try {
+    const m = await sendMessage(c.s, c.account, {
+      to: c.contact.phone,
+      ...('text' in what
+        ? { text: renderText(what.text, ctx) }
+        : {
+            template: {
+              id: what.template.id,
+              variables: Object.fromEntries(Object.entries(what.template.variables ?? {}).map(([k, v]) => [k, renderText(v, ctx)])),
+            },
+          }),
+      ...(c.row.phone_number_id ? { phoneNumberId: c.row.phone_number_id } : {}),
+      origin: { source: 'automation', by: { id: c.automation.id, name: c.automation.name } },
+    });
+    return { ok: true, messageId: m.id };
+  } catch (err) {
+    const reason = refusalText(err);
+    if (reason === null) throw err;
+    const messageId = err instanceof ApiError ? err.extra.messageId : undefined;
+    return { ok: false, error: reason, detail: messageId ? { messageId } : {} };
+  }
+}
+
+type EffectResult =
+  | { set: ExecUpdate; park?: Date; outcome: string; detail?: Record<string, unknown> }
+  | { fail: string; detail?: Record<string, unknown>; variables?: Record<string, unknown> };
+
+/**
+ * A step with an outbound effect: recorded as started (and counted) in one transaction, done,
+ * then recorded as finished. `ask` also drops the input that came before its question.
+ */
+async function outbound(c: Ctx, step: Step, effect: () => Promise<EffectResult>): Promise<'go' | 'rest'> {
+  const logId = newId();
+  const started = c.s.clock.now();
+  await write(c, {
+    set: { effect_step: logId, ...(step.type === 'ask' ? { inputs_pending: 0 } : {}) },
+    before: step.type === 'ask' ? (trx) => dropInput(trx, c.row.id) : undefined,
+    log: { step, outcome: null, id: logId, open: true, at: started },
+    count: true,
+    countHttp: step.type === 'http',
+  });
+  const r = await effect();
+  const now = c.s.clock.now();
+  if ('fail' in r) {
+    if (r.variables) c.row.variables = r.variables;
+    return end(c, { status: 'failed', error: r.fail, finishLog: { id: logId, outcome: 'failed', detail: { ...r.detail, error: r.fail } } });
+  }
+  await write(c, {
+    set: { ...r.set, effect_step: null },
+    finishLog: { id: logId, outcome: r.outcome, detail: r.detail ?? null },
+    park: r.park,
+    parkIfInput: step.type === 'ask',
+    at: now,
+  });
+  return r.park ? 'rest' : 'go';
+}
+
+/** Input that arrived before an ask's question is not its answer. */
+async function dropInput(trx: Trx, executionId: string): Promise<void> {
+  await trx.deleteFrom('automation_inputs').where('execution_id', '=', executionId).execute();
+}
+
+/** The execution waits for an answer: read the oldest unread input, or time out, or keep waiting. */
+async function answer(c: Ctx, step: Extract<Step, { type: 'ask' }>, now: Date): Promise<'go' | 'rest'> {
+  const outcome = await transaction(c.s.db, async (trx) => {
+    const row = await updateExecution(trx, c, { run_at: lease(c) });
+    const input = await trx
+      .deleteFrom('automation_inputs')
+      .where('seq', '=', (eb) =>
+        eb.selectFrom('automation_inputs').select('seq').where('execution_id', '=', c.row.id).orderBy('seq').limit(1),
+      )
+      .returning(['text', 'message_id'])
+      .executeTakeFirst();
+    if (!input) {
+      if (c.row.deadline_at && now < c.row.deadline_at) {
+        // Nothing to read yet: wait for the answer or the deadline (an answer that raced in is due now).
+        c.row = await updateExecution(trx, c, {
+          claim: null,
+          run_at: row.inputs_pending > 0 ? now : c.row.deadline_at,
+        });
+        return 'rest' as const;
+      }
+      await insertLog(trx, c, { step, outcome: 'timeout', at: now });
+      if (step.timeoutNext) {
+        c.row = await updateExecution(trx, c, { ...moveTo(step.timeoutNext), run_at: lease(c) });
+        return 'go' as const;
+      }
+      return 'fail-timeout' as const;
+    }
+    const text = input.text ?? '';
+    const pending = Math.max(0, row.inputs_pending - 1);
+    const chosen = step.options?.length ? matchOption(step.options, text) : text;
+    if (chosen === null) {
+      const attempts = row.attempts + 1;
+      await insertLog(trx, c, {
+        step,
+        outcome: attempts > MAX_REASKS ? 'no_option' : 'retry',
+        at: now,
+        detail: { messageId: input.message_id },
+      });
+      if (attempts > MAX_REASKS) return 'fail-options' as const;
+      c.row = await updateExecution(trx, c, { state: 'ready', deadline_at: null, attempts, inputs_pending: pending, run_at: lease(c) });
+      return 'go' as const;
+    }
+    const variables = { ...c.row.variables, [step.save]: chosen, respuesta: chosen };
+    await insertLog(trx, c, { step, outcome: 'answered', at: now, detail: { messageId: input.message_id } });
+    c.row = await updateExecution(trx, c, {
+      ...moveTo(nextOf(step, c.steps)),
+      variables: JSON.stringify(variables),
+      attempts: 0,
+      inputs_pending: pending,
+      run_at: lease(c),
+    });
+    return 'go' as const;
+  });
+  if (outcome === 'fail-timeout') return end(c, { status: 'failed', error: executionErrors.noAnswer });
+  if (outcome === 'fail-options') return end(c, { status: 'failed', error: executionErrors.noOption });
+  return outcome;
+}
+
+/** The option an answer names: its text (normalised) or its number in the list; null when none. */
+function matchOption(options: string[], text: string): string | null {
+  const t = normalizeText(text);
+  const byText = options.find((o) => normalizeText(o) === t);
+  if (byText !== undefined) return byText;
+  const n = /^\d{1,2}$/.test(t) ? Number(t) : 0;
+  return n >= 1 && n <= options.length ? (options[n - 1] as string) : null;
+}
+
+const moveTo = (stepId: string | null): ExecUpdate => ({ current_step_id: stepId, state: 'ready', deadline_at: null, attempts: 0 });
+const lease = (c: Ctx): Date => new Date(c.s.clock.ms() + LEASE_MS);
+
+/** Writes the execution's new fields if this runner still holds it; else Lost. */
+async function updateExecution(trx: Trx, c: Ctx, set: ExecUpdate): Promise<ExecutionRow> {
+  const row = await trx
+    .updateTable('automation_executions')
+    .set({ ...set, updated_at: c.s.clock.now() })
+    .where('id', '=', c.row.id)
+    .where('claim', '=', c.row.claim)
+    .where('status', '=', 'running')
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw new Lost();
+  return row;
+}
+
+interface LogEntry {
+  step: Step;
+  outcome: string | null | (() => string);
+  id?: string;
+  /** Not finished yet (an effect in progress, a wait). */
+  open?: boolean;
+  at?: Date;
+  detail?: Record<string, unknown> | null;
+}
+
+async function insertLog(trx: Trx, c: Ctx, e: LogEntry): Promise<void> {
+  const at = e.at ?? c.s.clock.now();
+  await trx
+    .insertInto('automation_steps')
+    .values({
+      id: e.id ?? newId(),
+      execution_id: c.row.id,
+      step_id: e.step.id,
+      type: e.step.type,
+      started_at: at,
+      ended_at: e.open ? null : at,
+      outcome: typeof e.outcome === 'function' ? e.outcome() : e.outcome,
+      detail: e.detail ? JSON.stringify(e.detail) : null,
+    })
+    .execute();
+}
+
+/** Counts one step (and one HTTP request) of the month unless it is a test; QuotaExceeded past the plan's quota. */
+async function count(trx: Trx, c: Ctx, http: boolean): Promise<void> {
+  if (c.row.test) return;
+  const limits = effectiveLimits(c.account.plan, c.account.limits);
+  const period = quotaPeriod(c.s.clock.now());
+  const steps = await addAutomationUsage(trx, c.account.id, period, 'automationSteps');
+  if (limits.automationStepsPerMonth !== null && steps > limits.automationStepsPerMonth)
+    throw new QuotaExceeded('automationSteps', limits.automationStepsPerMonth);
+  if (!http) return;
+  const requests = await addAutomationUsage(trx, c.account.id, period, 'automationHttpRequests');
+  if (limits.automationHttpRequestsPerMonth !== null && requests > limits.automationHttpRequestsPerMonth)
+    throw new QuotaExceeded('automationHttpRequests', limits.automationHttpRequestsPerMonth);
+}
+
+interface Write<L> {
+  /** Rows the step locks before the execution (a contact, a conversation). */
+  before?: ((trx: Trx) => Promise<void>) | undefined;
+  /** Or: lock something first and act on it after the execution row (a case: its events come last). */
+  lock?: (trx: Trx) => Promise<L>;
+  after?: (trx: Trx, locked: L) => Promise<void>;
+  set: ExecUpdate;
+  log?: LogEntry;
+  finishLog?: { id: string; outcome: string; detail: Record<string, unknown> | null };
+  closeOpenLog?: { stepId: string; outcome: string };
+  count?: boolean;
+  countHttp?: boolean;
+  /** Releases the claim: due again at this time. */
+  park?: Date | undefined;
+  /** An ask that parks is due at once when an answer came in meanwhile. */
+  parkIfInput?: boolean;
+  at?: Date;
+}
+
+/** One transaction of a running execution (the order of locks in the file header). */
+async function write<L>(c: Ctx, w: Write<L>): Promise<void> {
+  const now = w.at ?? c.s.clock.now();
+  c.row = await transaction(c.s.db, async (trx) => {
+    if (w.before) await w.before(trx);
+    const locked = w.lock ? await w.lock(trx) : (undefined as L);
+    const parked = w.park ? { claim: null, run_at: w.parkIfInput ? sqlDueIfInput(w.park, now) : w.park } : { run_at: lease(c) };
+    const row = await updateExecution(trx, c, { ...w.set, ...parked });
+    if (w.finishLog) {
+      await trx
+        .updateTable('automation_steps')
+        .set({ ended_at: now, outcome: w.finishLog.outcome, detail: w.finishLog.detail ? JSON.stringify(w.finishLog.detail) : null })
+        .where('id', '=', w.finishLog.id)
+        .execute();
+    }
+    if (w.closeOpenLog) {
+      await trx
+        .updateTable('automation_steps')
+        .set({ ended_at: now, outcome: w.closeOpenLog.outcome })
+        .where('execution_id', '=', c.row.id)
+        .where('step_id', '=', w.closeOpenLog.stepId)
+        .where('ended_at', 'is', null)
+        .execute();
+    }
+    if (w.count) await count(trx, c, w.countHttp ?? false);
+    if (w.after) await w.after(trx, locked);
+    if (w.log) await insertLog(trx, c, w.log);
+    return row;
+  });
+  c.s.dispatcher.wake();
+}
+
+/** Due now when an answer came in while the question was going out, else at the deadline. */
+const sqlDueIfInput = (deadline: Date, now: Date): Date =>
+  sql<Date>`CASE WHEN inputs_pending > 0 THEN ${now}::timestamptz ELSE ${deadline}::timestamptz END` as unknown as Date;
+
+/** Releases the claim: due again at `at` (a deadline not reached yet). */
+async function parkUntil(c: Ctx, at: Date): Promise<'rest'> {
+  await transaction(c.s.db, (trx) => updateExecution(trx, c, { claim: null, run_at: at }));
+  return 'rest';
+}
+
+/** The process stops: give the execution back, due now (another process or the restart takes it). */
+async function park(c: Ctx, now: Date): Promise<void> {
+  await transaction(c.s.db, (trx) => updateExecution(trx, c, { claim: null, run_at: now })).catch((err) => {
+    if (!(err instanceof Lost)) throw err;
+  });
+}
+
+/** A send or http step was started by a claim that never finished it: fail rather than repeat. */
+async function interrupted(c: Ctx): Promise<void> {
+  const log = await c.s.db.selectFrom('automation_steps').select(['id', 'step_id']).where('id', '=', c.row.effect_step!).executeTakeFirst();
+  const stepId = log?.step_id ?? c.row.current_step_id ?? '?';
+  await end(c, {
+    status: 'failed',
+    error: executionErrors.interrupted(stepId),
+    finishLog: log ? { id: log.id, outcome: 'interrupted', detail: null } : undefined,
+  });
+}
+
+interface Ending {
+  status: 'completed' | 'handed_off' | 'failed';
+  error?: string | undefined;
+  log?: LogEntry;
+  finishLog?: { id: string; outcome: string; detail: Record<string, unknown> | null } | undefined;
+  /** A handoff's note for the team. */
+  note?: string | null;
+}
+
+/**
+ * Ends the execution: its conversation's handling (the team after a handoff, else nobody), the
+ * final row, the step log, and `automation.completed` / `automation.failed` (not for tests) in one
+ * transaction.
+ */
+async function end(c: Ctx, e: Ending): Promise<'rest'> {
+  const now = c.s.clock.now();
+  c.row = await transaction(c.s.db, async (trx) => {
+    const conversationId = c.row.conversation_id;
+    if (e.status === 'handed_off') {
+      // The conversation's lock comes before any case lock; the open case is only read here.
+      const open = await openCaseOf(trx, conversationId);
+      const by = { type: 'automation' as const, id: c.automation.id, name: c.automation.name };
+      await setHandling(trx, conversationId, { type: 'team', id: null, name: null, caseId: open?.id ?? null });
+      if (e.note) await addNote(trx, { accountId: c.account.id, conversationId, caseId: open?.id ?? null, text: e.note, by }, now);
+    } else {
+      await clearHandling(trx, conversationId, 'automation');
+    }
+    const row = await updateExecution(trx, c, {
+      status: e.status,
+      error: e.error ?? null,
+      ended_at: now,
+      run_at: null,
+      claim: null,
+      effect_step: null,
+      variables: JSON.stringify(c.row.variables),
+    });
+    if (e.finishLog) {
+      const detail = e.finishLog.detail ? JSON.stringify(e.finishLog.detail) : null;
+      await trx
+        .updateTable('automation_steps')
+        .set({ ended_at: now, outcome: e.finishLog.outcome, detail })
+        .where('id', '=', e.finishLog.id)
+        .execute();
+    }
+    if (e.log) {
+      if (e.status !== 'failed') await count(trx, c, false);
+      await insertLog(trx, c, e.log);
+    }
+    if (!row.test) {
+      const kind = e.status === 'failed' ? 'automation.failed' : 'automation.completed';
+      const data = {
+        executionId: row.id,
+        automationId: row.automation_id,
+        conversationId: row.conversation_id,
+        contactId: row.contact_id,
+        status: e.status,
+        error: e.error ?? null,
+        variables: row.variables,
+      };
+      await emitEvent(trx, { accountId: row.account_id, kind, data }, now);
+    }
+    return row;
+  });
+  c.s.dispatcher.wake();
+  return 'rest';
+}

@@ -1,0 +1,116 @@
+// What an inbound message means for automations, decided inside the inbound transaction
+// (docs/automations.md "Triggers"): while the conversation has a running execution the message
+// is that execution's input and never a trigger; otherwise, unless the team is handling the
+// conversation, the oldest active keyword automation whose keywords match starts, else a
+// first_message automation for a contact's first message.
+import { sql } from 'kysely';
+import type { Trx } from '../db/index.js';
+import type { AutomationRow, ConversationRow, PhoneNumberRow } from '../db/types.js';
+import { insertExecution } from './executions.js';
+import type { Trigger } from './flow.js';
+import { keywordMatches } from './text.js';
+
+export interface InboundForAutomations {
+  accountId: string;
+  /** The conversation as it was before this message (locked by the caller). */
+  conversation: ConversationRow;
+  contactId: string;
+  /** The receiving number (null on the social channel without a number). */
+  number: PhoneNumberRow | null;
+  messageId: string;
+  text: string | null;
+  /** The contact was created by this message. */
+  contactCreated: boolean;
+  /** The conversation's open case after this message (null when none). */
+  openCaseId: string | null;
+  /** An opt-out message starts nothing. */
+  optOut: boolean;
+}
+
+export type InboundOutcome = { kind: 'input'; executionId: string; wake: boolean } | { kind: 'started'; executionId: string } | null;
+
+/**
+ * Called after the message is stored and before the events (docs/architecture.md "Lock order":
+ * the execution row comes after the conversation, the case and the message).
+ */
+export async function automationForInbound(trx: Trx, m: InboundForAutomations, now: Date): Promise<InboundOutcome> {
+  // 1. A running execution takes the message as input. A parked `ask` is due at once; one a runner
+  //    holds finds `inputs_pending` when it parks (the row lock orders the two writes).
+  const running = await trx
+    .updateTable('automation_executions')
+    .set({
+      inputs_pending: sql`inputs_pending + 1`,
+      run_at: sql`CASE WHEN claim IS NULL AND state = 'asked' THEN ${now}::timestamptz ELSE run_at END`,
+      updated_at: now,
+    })
+    .where('conversation_id', '=', m.conversation.id)
+    .where('status', '=', 'running')
+    .returning(['id', 'claim', 'state'])
+    .executeTakeFirst();
+  if (running) {
+    await trx
+      .insertInto('automation_inputs')
+      .values({ execution_id: running.id, message_id: m.messageId, text: m.text, created_at: now })
+      .execute();
+    return { kind: 'input', executionId: running.id, wake: running.claim === null && running.state === 'asked' };
+  }
+  if (m.optOut) return null;
+  // 2. The team took over this conversation's case: no automation answers (until the case closes).
+  const c = m.conversation;
+  if (c.handling_type === 'team' && (c.handling_case_id === null || c.handling_case_id === m.openCaseId)) return null;
+  if (c.handling_type === 'agent') return null;
+
+  const candidates = await trx
+    .selectFrom('automations')
+    .select(['id', 'name', 'account_id', 'steps', 'trigger', 'phone_number_id'])
+    .where('account_id', '=', m.accountId)
+    .where('status', '=', 'active')
+    .where('deleted_at', 'is', null)
+    .where(sql<boolean>`trigger->>'type' IN ('keyword', 'first_message')`)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  const listening = candidates.filter((a) => listensOn(a, m.number));
+  if (listening.length === 0) return null;
+
+  let chosen = listening.find((a) => {
+    const t = a.trigger as Trigger;
+    return t.type === 'keyword' && keywordMatches(t, m.text);
+  });
+  if (!chosen) {
+    const first = listening.find((a) => (a.trigger as Trigger).type === 'first_message');
+    if (first && (m.contactCreated || (await isFirstInbound(trx, m.contactId, m.messageId)))) chosen = first;
+  }
+  if (!chosen) return null;
+  const row = await insertExecution(
+    trx,
+    {
+      automation: chosen,
+      conversationId: c.id,
+      contactId: m.contactId,
+      phoneNumberId: c.phone_number_id,
+      variables: {},
+      trigger: (chosen.trigger as Trigger).type,
+      test: false,
+    },
+    now,
+  );
+  return row ? { kind: 'started', executionId: row.id } : null;
+}
+
+/** An automation listens on its number, or (phoneNumberId null) on the account's default number. */
+const listensOn = (a: Pick<AutomationRow, 'phone_number_id'>, number: PhoneNumberRow | null): boolean =>
+  number !== null && (a.phone_number_id === null ? number.is_default : a.phone_number_id === number.id);
+
+/** No earlier inbound message of the contact (a contact added by the API who writes for the first time). */
+async function isFirstInbound(trx: Trx, contactId: string, messageId: string): Promise<boolean> {
+  const earlier = await trx
+    .selectFrom('messages')
+    .select('id')
+    .where('contact_id', '=', contactId)
+    .where('direction', '=', 'inbound')
+    .where('id', '<>', messageId)
+    .limit(1)
+    .executeTakeFirst();
+  return !earlier;
+}

@@ -1,0 +1,64 @@
+// Automations (docs/automations.md): flows run for real through the sandbox.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
+
+let app: TestApp;
+let acct: TestAccount;
+
+beforeAll(async () => {
+  app = await startTestApp();
+  acct = await app.createAccount();
+});
+afterAll(() => app?.close());
+
+const runDue = () => app.admin('POST', '/jobs/automations/run');
+
+async function createFlow(body: Record<string, unknown>) {
+  const r = await app.admin('POST', `/accounts/${acct.id}/automations`, { status: 'active', ...body });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body;
+}
+
+async function lastExecution(automationId: string) {
+  const list = await app.admin('GET', `/accounts/${acct.id}/automations/${automationId}/executions`);
+  const id = list.body.data[0].id;
+  return (await app.admin('GET', `/accounts/${acct.id}/automations/${automationId}/executions/${id}`)).body;
+}
+
+describe('keyword flow through the sandbox', () => {
+  it('"hola" → ask with options → answer → send → handoff', async () => {
+    const a = await createFlow({
+      name: 'Bienvenida',
+      trigger: { type: 'keyword', keywords: ['hola'], match: 'contains' },
+      steps: [
+        { id: 'q', type: 'ask', text: '¿Qué producto?', save: 'producto', options: ['Zapatillas', 'Remeras'] },
+        { id: 's', type: 'send', text: 'Gracias por elegir {{producto}}' },
+        { id: 'h', type: 'handoff', note: 'Consulta por {{producto}}' },
+      ],
+    });
+    const from = freshPhone();
+    const r = await app.inbound({ accountId: acct.id, from, text: '¡Hola!' });
+    expect(r.status).toBe(201);
+    await runDue();
+    let e = await lastExecution(a.id);
+    expect(e.status).toBe('running');
+    expect(e.currentStepId).toBe('q');
+    await app.inbound({ accountId: acct.id, from, text: '2' });
+    await runDue();
+    e = await lastExecution(a.id);
+    expect(e.status, JSON.stringify(e)).toBe('handed_off');
+    expect(e.variables).toMatchObject({ producto: 'Remeras', respuesta: 'Remeras' });
+    const msgs = await acct.call('GET', `/conversations/${r.body.conversationId}/messages`);
+    const texts = msgs.body.data.map((m: any) => `${m.from}:${m.text}`);
+    expect(texts).toEqual([
+      'contact:¡Hola!',
+      'automation:¿Qué producto?\n\n1. Zapatillas\n2. Remeras',
+      'contact:2',
+      'automation:Gracias por elegir Remeras',
+    ]);
+    const ev = await app.events(acct.id, 'automation.completed');
+    expect(ev.at(-1)?.data).toMatchObject({ executionId: e.id, status: 'handed_off', error: null });
+    const conv = await acct.call('GET', `/conversations/${r.body.conversationId}`);
+    expect(conv.body.handling.type).toBe('team');
+  });
+});
