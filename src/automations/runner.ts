@@ -3,6 +3,7 @@
 // its claim, and runs each until it waits, ends or the process stops (steps.ts). Woken in-process
 // when an execution is started or given input; polls for the rest (timers, other processes'
 // work, claims of a crashed process whose lease lapsed).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Agent } from 'undici';
 import type { ExecutionRow } from '../db/types.js';
@@ -84,6 +85,11 @@ export class AutomationRunner implements AutomationWorker {
     if (!running) {
       const [row] = await this.claim(1, executionId);
       if (row) running = this.run(row);
+    }
+    // This process's poll may be claiming it right now: give its claim a moment to land.
+    for (let i = 0; !running && i < 20; i++) {
+      await sleep(5);
+      running = this.inFlight.get(executionId);
     }
     if (!running) return;
     let t: NodeJS.Timeout | undefined;

@@ -288,7 +288,9 @@ async function outbound(c: Ctx, step: Step, effect: () => Promise<EffectResult>)
   const started = c.s.clock.now();
   await write(c, {
     set: { effect_step: logId, ...(step.type === 'ask' ? { inputs_pending: 0 } : {}) },
-    before: step.type === 'ask' ? (trx) => dropInput(trx, c.row.id) : undefined,
+    // After the execution row is locked: an answer committed meanwhile is either dropped here or
+    // counted in inputs_pending after this write, never left unread with inputs_pending at 0.
+    after: step.type === 'ask' ? (trx) => dropInput(trx, c.row.id) : undefined,
     log: { step, outcome: null, id: logId, open: true, at: started },
     count: true,
     countHttp: step.type === 'http',
