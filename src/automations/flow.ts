@@ -211,11 +211,6 @@ export const StepSchema = z.discriminatedUnion('type', [
 export type Step = z.output<typeof StepSchema>;
 export type StepOf<T extends StepType> = Extract<Step, { type: T }>;
 
-export interface Flow {
-  trigger: Trigger;
-  steps: Step[];
-}
-
 /** Steps after which the execution ends: nothing follows them. */
 const TERMINAL: ReadonlySet<string> = new Set<StepType>(['end', 'handoff', 'agent']);
 

@@ -5,13 +5,13 @@ import { type Agent, request } from 'undici';
 import { executionErrors, httpStepReasons } from '../http/messages.es-AR.js';
 import type { Services } from '../services.js';
 import { isPrivateLiteral, PrivateAddressError } from '../webhooks/ssrf.js';
-import type { Step } from './flow.js';
+import type { StepOf } from './flow.js';
 import { type TextContext as RenderContext, renderJson, renderText } from './text.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const DEFAULT_TIMEOUT_MS = 10_000;
 
-export type HttpStep = Extract<Step, { type: 'http' }>;
+export type HttpStep = StepOf<'http'>;
 
 export interface HttpStepResult {
   ok: boolean;

@@ -30,7 +30,7 @@ import { type AutomationResource, addAutomationUsage } from '../limits/usage.js'
 import { sendMessage } from '../messages/send.js';
 import type { Services } from '../services.js';
 import { emitEvent } from '../webhooks/outbox.js';
-import { nextOf, type Step } from './flow.js';
+import { nextOf, type Step, type StepOf } from './flow.js';
 import { httpStep } from './http-step.js';
 import { evaluateCondition, normalizeText, type TextContext as RenderContext, renderText } from './text.js';
 
@@ -130,7 +130,7 @@ async function turn(c: Ctx): Promise<'go' | 'rest'> {
     if (c.row.current_step_id === null) return end(c, { status: 'completed' });
     return end(c, { status: 'failed', error: executionErrors.stepMissing(c.row.current_step_id) });
   }
-  if (c.row.state === 'asked') return answer(c, step as Extract<Step, { type: 'ask' }>, now);
+  if (c.row.state === 'asked') return answer(c, step as StepOf<'ask'>, now);
   if (c.row.state === 'waiting') {
     if (c.row.deadline_at && now < c.row.deadline_at) return parkUntil(c, c.row.deadline_at);
     await write(c, { set: moveTo(nextOf(step, c.steps)), closeOpenLog: { stepId: step.id, outcome: 'ok' } });
@@ -317,7 +317,7 @@ async function dropInput(trx: Trx, executionId: string): Promise<void> {
 }
 
 /** The execution waits for an answer: read the oldest unread input, or time out, or keep waiting. */
-async function answer(c: Ctx, step: Extract<Step, { type: 'ask' }>, now: Date): Promise<'go' | 'rest'> {
+async function answer(c: Ctx, step: StepOf<'ask'>, now: Date): Promise<'go' | 'rest'> {
   const outcome = await transaction(c.s.db, async (trx) => {
     const row = await updateExecution(trx, c, { run_at: lease(c) });
     const input = await trx
