@@ -99,6 +99,21 @@ function variable(value: string, acc: { name: string; label: string; example: st
   return [...acc, { name, label: label ?? name, example: value.slice(i + 1) }];
 }
 
+/** A JSON object read from a file (`--file flow.json`). */
+function jsonFile(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new InvalidArgumentError(`cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}).`);
+  }
+  try {
+    return jsonObject(text);
+  } catch {
+    throw new InvalidArgumentError(`${path} does not hold a JSON object.`);
+  }
+}
+
 function int(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n)) throw new InvalidArgumentError('expected an integer.');
@@ -418,10 +433,109 @@ export function operatorCommands(program: Command): void {
     return call(this, 'POST', `/accounts/${id}/campaigns/${cid}/cancel`);
   });
 
+  const automations = program.command('automations').description('operator: automations (flows) and their executions');
+  automations
+    .command('create <accountId>')
+    .description('create an automation from a JSON file: {name, status?, trigger, steps, phoneNumberId?}')
+    .requiredOption('--file <path>', 'the flow, a JSON object (docs/automations.md)', jsonFile)
+    .option('--name <name>', 'overrides the file')
+    .option('--status <status>', 'draft (default) | active | paused; overrides the file')
+    .action(function (this: Command, id: string, o) {
+      return call(this, 'POST', `/accounts/${id}/automations`, body(o.file, { name: o.name, status: o.status }));
+    });
+  automations
+    .command('list <accountId>')
+    .description("the account's automations, newest first")
+    .action(function (this: Command, id: string) {
+      return call(this, 'GET', `/accounts/${id}/automations`);
+    });
+  automations
+    .command('get <accountId> <automationId>')
+    .description('one automation with its steps and webhook URL')
+    .action(function (this: Command, id: string, aid: string) {
+      return call(this, 'GET', `/accounts/${id}/automations/${aid}`);
+    });
+  automations
+    .command('update <accountId> <automationId>')
+    .description('change name, status, trigger, steps or number (--file: any of those fields as JSON)')
+    .option('--file <path>', 'fields to change, a JSON object', jsonFile)
+    .option('--status <status>', 'draft | active | paused (leaving active cancels running executions)')
+    .option('--name <name>')
+    .action(function (this: Command, id: string, aid: string, o) {
+      return call(this, 'PATCH', `/accounts/${id}/automations/${aid}`, body(o.file, { name: o.name, status: o.status }));
+    });
+  automations
+    .command('delete <accountId> <automationId>')
+    .description('delete an automation (its running executions are cancelled)')
+    .action(function (this: Command, id: string, aid: string) {
+      return call(this, 'DELETE', `/accounts/${id}/automations/${aid}`);
+    });
+  for (const [name, status, what] of [
+    ['activate', 'active', 'start answering (status active)'],
+    ['pause', 'paused', 'stop answering (status paused; running executions are cancelled)'],
+  ] as const) {
+    automations
+      .command(`${name} <accountId> <automationId>`)
+      .description(what)
+      .action(function (this: Command, id: string, aid: string) {
+        return call(this, 'PATCH', `/accounts/${id}/automations/${aid}`, { status });
+      });
+  }
+  automations
+    .command('rotate-webhook <accountId> <automationId>')
+    .description('a new incoming-webhook URL (the old one stops working at once)')
+    .action(function (this: Command, id: string, aid: string) {
+      return call(this, 'POST', `/accounts/${id}/automations/${aid}/rotate-webhook`);
+    });
+  automations
+    .command('test <accountId> <automationId> <to>')
+    .description('run the flow for real as a test (any status; counts no quota, emits no event)')
+    .option('--var <name=value>', 'a variable the flow reads as {{name}}, repeatable', pair)
+    .action(function (this: Command, id: string, aid: string, to: string, o) {
+      return call(this, 'POST', `/accounts/${id}/automations/${aid}/test`, body(undefined, { to, variables: o.var }));
+    });
+  automations
+    .command('executions <accountId> <automationId> [executionId]')
+    .description('list executions, or one execution with its step log')
+    .option('--status <status>', 'running | completed | handed_off | failed | cancelled')
+    .option('--limit <n>', '1 to 200', int)
+    .option('--after <executionId>', 'the last id of the previous page')
+    .action(function (this: Command, id: string, aid: string, eid: string | undefined, o) {
+      const path = `/accounts/${id}/automations/${aid}/executions`;
+      return eid
+        ? call(this, 'GET', `${path}/${eid}`)
+        : call(this, 'GET', `${path}${q({ status: o.status, limit: o.limit, after: o.after })}`);
+    });
+  automations
+    .command('cancel <accountId> <automationId> <executionId>')
+    .description('stop a running execution (no event)')
+    .action(function (this: Command, id: string, aid: string, eid: string) {
+      return call(this, 'POST', `/accounts/${id}/automations/${aid}/executions/${eid}/cancel`);
+    });
+
+  const conversations = program.command('conversations').description('operator: what the team does in a conversation');
+  conversations
+    .command('reply <accountId> <conversationId>')
+    .description('a team member replies (cancels a running automation; the team handles the conversation)')
+    .option('--text <text>', 'free text (inside the 24-hour window)')
+    .option('--by-name <name>', 'team member name', 'Equipo')
+    .option('--by-id <id>', 'team member id')
+    .option(...DATA, jsonObject)
+    .action(function (this: Command, id: string, cid: string, o) {
+      const who = { ...(o.byId !== undefined ? { id: o.byId } : {}), name: o.byName };
+      return call(this, 'POST', `/accounts/${id}/conversations/${cid}/messages`, body(o.data, { text: o.text, by: who }));
+    });
+  conversations
+    .command('notes <accountId> <conversationId>')
+    .description("the conversation's internal notes (an automation's handoff note)")
+    .action(function (this: Command, id: string, cid: string) {
+      return call(this, 'GET', `/accounts/${id}/conversations/${cid}/notes`);
+    });
+
   const jobs = program.command('jobs').description('operator: periodic jobs');
   jobs
     .command('run <name>')
-    .description('run a periodic job now: case-timeouts | campaigns | webhooks')
+    .description('run a periodic job now: automations | case-timeouts | campaigns | webhooks | idempotency-keys | sandbox-statuses')
     .action(function (this: Command, name: string) {
       return call(this, 'POST', `/jobs/${name}/run`);
     });

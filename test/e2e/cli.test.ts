@@ -453,6 +453,49 @@ describe('operator commands against a running server (operator.md)', () => {
     expect(json(await cli(['webhooks', 'list', acc.id], env)).data).toHaveLength(0);
   }, 120_000);
 
+  it('automations create --file and list: "POST /accounts/{id}/automations (name, status, trigger, steps, phoneNumberId) → 201; GET list" (operator.md "CLI"), and the rest of the flow through the CLI', async () => {
+    const acc = await app.createAccount();
+    const dir = tempDir('chasqui-flow-');
+    const file = join(dir, 'flow.json');
+    const flow = {
+      name: 'Talles',
+      trigger: { type: 'keyword', keywords: ['talle'], match: 'contains' },
+      steps: [
+        { id: 'talle', type: 'ask', text: '¿Qué talle buscás?', save: 'talle' },
+        { id: 'fin', type: 'end' },
+      ],
+    };
+    writeFileSync(file, JSON.stringify(flow));
+    const created = json(await cli(['automations', 'create', acc.id, '--file', file], env));
+    expect(created).toMatchObject({ name: 'Talles', status: 'draft', trigger: { type: 'keyword', keywords: ['talle'] }, webhookUrl: null });
+    // Defaults are written into the stored steps, as the operator API stores them.
+    expect(created.steps[0]).toMatchObject({ id: 'talle', type: 'ask', timeoutMinutes: 1440 });
+    const listed = json(await cli(['automations', 'list', acc.id], env));
+    expect(listed.data.map((a: any) => a.id)).toEqual([created.id]);
+    expect(json(await cli(['automations', 'get', acc.id, created.id], env)).steps).toEqual(created.steps);
+
+    // A flow with a problem: the server's 400 as it wrote it, with the path, exit code 1.
+    writeFileSync(file, JSON.stringify({ ...flow, steps: [{ id: 'x', type: 'send', text: 'Hola', next: 'nada' }] }));
+    const bad = await cli(['automations', 'create', acc.id, '--file', file], env);
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(JSON.parse(bad.stderr).error.message)[0].path).toEqual(['steps', 0, 'next']);
+
+    expect(json(await cli(['automations', 'activate', acc.id, created.id], env)).status).toBe('active');
+    const inbound = json(await cli(['sandbox', 'inbound', acc.id, freshPhone(), '¿Tienen otro talle?', '--name', 'Ema'], env));
+    const running = json(await cli(['automations', 'executions', acc.id, created.id, '--status', 'running'], env));
+    expect(running.data).toEqual([expect.objectContaining({ conversationId: inbound.conversationId, status: 'running' })]);
+    // A team member's reply cancels the running execution.
+    const reply = json(
+      await cli(['conversations', 'reply', acc.id, inbound.conversationId, '--text', 'Hola Ema, te ayudo yo.', '--by-name', 'Laura'], env),
+    );
+    expect(reply).toMatchObject({ text: 'Hola Ema, te ayudo yo.' });
+    const one = json(await cli(['automations', 'executions', acc.id, created.id, running.data[0].id], env));
+    expect(one).toMatchObject({ status: 'cancelled', steps: expect.any(Array) });
+    expect(json(await cli(['automations', 'pause', acc.id, created.id], env)).status).toBe('paused');
+    expect(await cli(['automations', 'delete', acc.id, created.id], env)).toMatchObject({ code: 0, stdout: '' });
+    expect(json(await cli(['automations', 'list', acc.id], env)).data).toEqual([]);
+  }, 120_000);
+
   it('a server error is printed as the server wrote it, exit code 1', async () => {
     const missing = '0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3e';
     const r = await cli(['accounts', 'get', missing], env);
