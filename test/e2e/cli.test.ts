@@ -204,6 +204,46 @@ describe('npm start: first start on an empty DATA_DIR, restart, SIGTERM', () => 
     expect(docs.status).toBe(200);
   });
 
+  it('README quick start: the customer writes "hola" → the demo automation Bienvenida asks the product; answers "1" → the team gets the conversation (handed_off, note, attribute)', async () => {
+    const automations = await api(base, key, 'GET', '/automations');
+    expect(automations.body.data).toEqual([
+      expect.objectContaining({
+        name: 'Bienvenida',
+        status: 'active',
+        trigger: { type: 'keyword', keywords: ['hola'], match: 'contains' },
+      }),
+    ]);
+    const automationId = automations.body.data[0].id;
+    // The CLI as the README runs it: the server's DATA_DIR holds the operator token.
+    const env = { DATA_DIR: dataDir, CHASQUI_URL: base };
+    const ok = (r: Run) => {
+      expect(r.code, r.stderr).toBe(0);
+      return JSON.parse(r.stdout);
+    };
+    const phone = freshPhone();
+    const inbound = ok(await cli(['sandbox', 'inbound', demoAccountId, phone, 'Hola, ¿tienen envío?', '--name', 'Ana'], env));
+    // Runs what is due now to rest (the runner also polls on its own): no sleeping.
+    ok(await cli(['jobs', 'run', 'automations'], env));
+    const asked = await api(base, key, 'GET', `/conversations/${inbound.conversationId}/messages`);
+    expect(asked.body.data.map((m: any) => m.text)).toEqual([
+      'Hola, ¿tienen envío?',
+      '¡Hola! ¿Qué producto te interesa?\n\n1. Zapatillas\n2. Remeras\n3. Otro',
+    ]);
+    ok(await cli(['sandbox', 'inbound', demoAccountId, phone, '1'], env));
+    ok(await cli(['jobs', 'run', 'automations'], env));
+    const executions = ok(await cli(['automations', 'executions', demoAccountId, automationId], env));
+    const execution = executions.data.find((e: any) => e.conversationId === inbound.conversationId);
+    expect(execution).toMatchObject({ status: 'handed_off', variables: { producto: 'Zapatillas', respuesta: 'Zapatillas' } });
+    const after = await api(base, key, 'GET', `/conversations/${inbound.conversationId}/messages`);
+    expect(after.body.data.at(-1).text).toBe('Gracias, Ana. Te paso con una persona del equipo para Zapatillas.');
+    const conversation = await api(base, key, 'GET', `/conversations/${inbound.conversationId}`);
+    expect(conversation.body.handling).toMatchObject({ type: 'team' });
+    const notes = ok(await cli(['conversations', 'notes', demoAccountId, inbound.conversationId], env));
+    expect(notes.data.map((n: any) => n.text)).toEqual(['Consulta por Zapatillas']);
+    const contact = await api(base, key, 'GET', `/contacts/${inbound.contactId}`);
+    expect(contact.body.attributes).toMatchObject({ producto_interes: 'Zapatillas' });
+  }, 60_000);
+
   it('SIGTERM: stops accepting, finishes the in-flight request (201), exits 0 promptly', async () => {
     const port = Number(new URL(base).port);
     const body = JSON.stringify({ phone: freshPhone(), name: 'En vuelo' });
