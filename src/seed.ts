@@ -3,12 +3,11 @@
 // the same service functions as the operator API, so a demo row is never shaped differently.
 import { sql } from 'kysely';
 import { createAccount } from './accounts/service.js';
-import { validateFlow } from './automations/flow.js';
+import { type AutomationInput, insertAutomation } from './automations/service.js';
 import { createPipeline } from './cases/pipelines.js';
 import { insertPhoneNumber } from './channel/phone-numbers.js';
-import type { Db, Trx } from './db/index.js';
+import type { Db } from './db/index.js';
 import { createKey } from './keys/service.js';
-import { newId } from './lib/ids.js';
 import { createTemplate, type NewTemplate } from './templates/service.js';
 
 /** Advisory lock of the seed: two processes starting on one empty database seed once. */
@@ -50,7 +49,7 @@ export const DEMO_TEMPLATES: NewTemplate[] = [
  * interests them, the answer is kept as a contact attribute, and the conversation goes to the team
  * with a note. No `http` step: the demo calls no outside host.
  */
-export const DEMO_AUTOMATION = {
+export const DEMO_AUTOMATION: AutomationInput = {
   name: 'Bienvenida',
   status: 'active',
   trigger: { type: 'keyword', keywords: ['hola'], match: 'contains' },
@@ -66,39 +65,7 @@ export const DEMO_AUTOMATION = {
     { id: 'gracias', type: 'send', text: 'Gracias, {{contact.name}}. Te paso con una persona del equipo para {{producto}}.' },
     { id: 'pase', type: 'handoff', note: 'Consulta por {{producto}}' },
   ],
-} as const;
-
-/**
- * Inserts the demo automation in the seed's transaction. automations/service.ts createAutomation
- * takes the whole service container, which the seed (run before the app is built) does not have;
- * the flow goes through the same validateFlow, so the stored trigger and steps have the shape the
- * operator API would store (defaults filled in).
- */
-async function insertDemoAutomation(trx: Trx, accountId: string, now: Date): Promise<string> {
-  const flow = await validateFlow(
-    { trigger: DEMO_AUTOMATION.trigger, steps: DEMO_AUTOMATION.steps },
-    { templateOfAccount: async () => false, stageOfAccount: async () => false, agentsAvailable: false },
-  );
-  if (!flow.ok) throw new Error(`The demo automation is not a valid flow: ${JSON.stringify(flow.problems)}`);
-  const row = await trx
-    .insertInto('automations')
-    .values({
-      id: newId(),
-      account_id: accountId,
-      name: DEMO_AUTOMATION.name,
-      status: DEMO_AUTOMATION.status,
-      trigger: JSON.stringify(flow.trigger),
-      steps: JSON.stringify(flow.steps),
-      phone_number_id: null,
-      webhook_token: null,
-      webhook_token_hash: null,
-      created_at: now,
-      updated_at: now,
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  return row.id;
-}
+};
 
 export interface DemoSeed {
   accountId: string;
@@ -144,7 +111,8 @@ export async function seedDemoIfEmpty(db: Db, now: Date): Promise<DemoSeed | nul
       },
       now,
     );
-    const automationId = await insertDemoAutomation(trx, account.id, now);
+    // The same validation and insert as the operator API (automations/service.ts).
+    const { id: automationId } = await insertAutomation(trx, account.id, DEMO_AUTOMATION, now);
     return { account, phoneNumberId: number.id, pipelineId: pipeline.id, automationId, templates };
   });
   if (!seeded) return null;

@@ -79,11 +79,17 @@ async function checkFlow(
   return { trigger: result.trigger, steps: result.steps };
 }
 
-export async function createAutomation(s: Services, accountId: string, input: AutomationInput): Promise<AutomationView> {
-  const flow = await checkFlow(s.db, accountId, input);
-  const now = s.clock.now();
+export const createAutomation = async (s: Services, accountId: string, input: AutomationInput): Promise<AutomationView> =>
+  view(s, await insertAutomation(s.db, accountId, input, s.clock.now()));
+
+/**
+ * Validates and stores a new automation (the operator API, and the demo seed inside its own
+ * transaction): 400 with every problem of the flow, else the row with the defaults filled in.
+ */
+export async function insertAutomation(db: Executor, accountId: string, input: AutomationInput, now: Date): Promise<AutomationRow> {
+  const flow = await checkFlow(db, accountId, input);
   const token = flow.trigger.type === 'webhook' ? newToken() : null;
-  const row = await s.db
+  return db
     .insertInto('automations')
     .values({
       id: newId(),
@@ -100,7 +106,6 @@ export async function createAutomation(s: Services, accountId: string, input: Au
     })
     .returningAll()
     .executeTakeFirstOrThrow();
-  return view(s, row);
 }
 
 /** The account's automation (not deleted), or 404. */

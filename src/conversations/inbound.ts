@@ -22,7 +22,7 @@ import { canonicalPhone } from '../lib/phone.js';
 import { insertInboundMessage } from '../messages/service.js';
 import type { Services } from '../services.js';
 import { emitEvent } from '../webhooks/outbox.js';
-import { conversationFor, touchInboundWindow } from './service.js';
+import { conversationFor, teamTakesCase, touchInboundWindow } from './service.js';
 
 export interface InboundInput {
   accountId: string;
@@ -214,12 +214,14 @@ async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<Stored> {
   if (!silent) {
     const at = input.timestamp;
     const referral = input.referral ? { referral: input.referral } : {};
-    await openCaseForInbound(
+    const caseId = await openCaseForInbound(
       trx,
       { accountId: input.accountId, conversationId: conversation.id, contactId: contact.id, at, ...referral },
       openCase,
       now,
     );
+    // The team took the conversation over when no case was open: the first case that opens is theirs.
+    if (caseId && conv.handling_type === 'team' && conv.handling_case_id === null) await teamTakesCase(trx, conversation.id, caseId);
   }
   return {
     result: { messageId: message.id, contactId: contact.id, conversationId: conversation.id, duplicate: false },

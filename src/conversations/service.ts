@@ -85,6 +85,17 @@ export async function setHandling(trx: Executor, conversationId: string, handlin
     .execute();
 }
 
+/** A team's handling set when no case was open lasts while this case (the first to open) stays open. */
+export async function teamTakesCase(trx: Executor, conversationId: string, caseId: string): Promise<void> {
+  await trx
+    .updateTable('conversations')
+    .set({ handling_case_id: caseId })
+    .where('id', '=', conversationId)
+    .where('handling_type', '=', 'team')
+    .where('handling_case_id', 'is', null)
+    .execute();
+}
+
 /** Clears the handling when it is still of this type (an execution ending leaves a team's handling alone). */
 export async function clearHandling(trx: Executor, conversationId: string, type: 'automation' | 'agent'): Promise<void> {
   await trx
