@@ -68,6 +68,9 @@ export class AutomationRunner implements AutomationWorker {
   async runOnce(): Promise<number> {
     let n = 0;
     for (;;) {
+      // A background claim in progress holds rows that are not in flight yet: wait for it, or
+      // this pass would find them neither due nor in flight and answer before they ran.
+      if (this.pumping) await this.pumping;
       n += (await Promise.all([...this.inFlight.values()])).reduce((a, b) => a + b, 0);
       const claimed = await this.claim(MAX_IN_FLIGHT);
       if (claimed.length === 0 && this.inFlight.size === 0) return n;
