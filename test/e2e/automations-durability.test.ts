@@ -8,6 +8,7 @@
 // (as test/e2e/webhooks-kill.test.ts does). The state a crash leaves (a claim whose lease is still
 // held, an outbound effect started and not finished) is written to the database as the dead
 // process would have left it.
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LEASE_MS } from '../../src/automations/steps.js';
 import { loadConfig } from '../../src/config.js';
+import { ManualClock } from '../../src/lib/clock.js';
 import { startRuntime } from '../../src/runtime.js';
 import { type Receiver, startReceiver } from '../fakes/receiver.js';
 import { ADMIN_TOKEN, freshPhone, request, startTestApp, type TestAccount, type TestApp } from '../harness.js';
@@ -273,6 +275,118 @@ describe('"a send or http step found started-but-unfinished after a crash fails 
     expect(r.received).toHaveLength(0);
     expect(await automationTexts(next, a.body.conversationId)).toEqual([]);
   }, 60_000);
+});
+
+/** A real server process (src/cli/main.ts serve), as test/e2e/webhooks-kill.test.ts starts it. */
+function spawnServer(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+    cwd: join(import.meta.dirname, '../..'),
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise((res) => child.once('exit', res));
+  cleanup.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${out} ${err}`)), 30_000);
+    child.stderr?.on('data', (c: Buffer) => {
+      err += c.toString();
+    });
+    child.stdout?.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /listening on (\S+)/.exec(out);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1].replace('localhost', '127.0.0.1') });
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`server exited ${code}: ${err}`)));
+  });
+}
+
+describe('a process killed (SIGKILL) in the middle of an http step', () => {
+  it('the next process, once the dead claim lapses, fails the execution "interrumpida" and the request is not sent again', async () => {
+    const r: Receiver = await startReceiver({ hang: true });
+    cleanup.push(() => r.close());
+    const dir = mkdtempSync(join(tmpdir(), 'chasqui-auto-kill-'));
+    cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
+    let dbEnv: Record<string, string> = { DATA_DIR: dir, DATABASE_URL: '' };
+    if (onPostgres) {
+      const holder = await startTestApp({ workers: false }); // a fresh, migrated database
+      cleanup.push(() => holder.close());
+      dbEnv = { DATA_DIR: dir, DATABASE_URL: holder.databaseUrl };
+    }
+    const env: Record<string, string> = {
+      ...dbEnv,
+      ADMIN_TOKEN,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      SEED_DEMO: 'off',
+      SANDBOX_AUTO_STATUS: 'off',
+      LOG_LEVEL: 'silent',
+      ALLOW_PRIVATE_WEBHOOKS: 'on',
+      REDIS_KEY_PREFIX: `chasqui-auto-kill-${process.pid}`,
+    };
+    const first = await spawnServer(env);
+    const admin = (method: string, path: string, body?: unknown) =>
+      request(`${first.url}/admin/v1${path}`, method, body, { authorization: `Bearer ${ADMIN_TOKEN}` });
+    const acc = (await admin('POST', '/accounts', { name: 'Kill', plan: 'escala' })).body;
+    const key = (await admin('POST', `/accounts/${acc.id}/keys`, { name: 'k' })).body.key;
+    const pn = await admin('POST', `/accounts/${acc.id}/phone-numbers`, {
+      phone: freshPhone({ spelling: 'digits' }),
+      name: 'Principal',
+      provider: 'sandbox',
+    });
+    expect(pn.status).toBe(201);
+    const flow = await admin('POST', `/accounts/${acc.id}/automations`, {
+      name: 'CRM',
+      status: 'active',
+      trigger: { type: 'api' },
+      steps: [
+        { id: 'crm', type: 'http', method: 'POST', url: `${r.url}/crm`, body: { phone: '{{contact.phone}}' } },
+        { id: 'fin', type: 'end' },
+      ],
+    });
+    expect(flow.status).toBe(201);
+    const started = await request(
+      `${first.url}/api/v1/automations/${flow.body.id}/executions`,
+      'POST',
+      { to: freshPhone() },
+      {
+        authorization: `Bearer ${key}`,
+      },
+    );
+    expect(started.status).toBe(201);
+    expect(started.body).toMatchObject({ status: 'running', currentStepId: 'crm' });
+    await r.waitFor(1, 10_000); // the request is out; the receiver never answers
+    const exited = new Promise((res) => first.child.once('exit', res));
+    first.child.kill('SIGKILL');
+    await exited;
+
+    const clock = new ManualClock();
+    const next = await startRuntime(loadConfig(env), { clock, usageFlushMs: 0 });
+    cleanup.push(() => next.close());
+    const row = () =>
+      next.services.db.selectFrom('automation_executions').selectAll().where('id', '=', started.body.id).executeTakeFirstOrThrow();
+    // The dead process's lease holds: nothing to run yet.
+    await next.automations.runOnce();
+    expect((await row()).status).toBe('running');
+    clock.advance(LEASE_MS + 1_000);
+    await next.automations.runOnce();
+    const e = await row();
+    expect(e.status).toBe('failed');
+    expect(e.error).toMatch(/^El paso "crm" quedó interrumpido/);
+    const log = await next.services.db.selectFrom('automation_steps').selectAll().where('execution_id', '=', e.id).execute();
+    expect(log.map((x) => `${x.step_id}:${x.outcome}`)).toEqual(['crm:interrupted']);
+    expect(r.received).toHaveLength(1);
+    const failed = await next.services.db.selectFrom('events').select('data').where('kind', '=', 'automation.failed').execute();
+    expect(failed.map((x) => (x.data as { executionId: string }).executionId)).toEqual([e.id]);
+    await next.close();
+  }, 90_000);
 });
 
 describe('"two processes never run one execution at once"', () => {
