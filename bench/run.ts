@@ -4,6 +4,7 @@
 // is set. `BENCH_ONLY=me,contacts` runs some figures only. Speed is measured here, never asserted
 // in timed tests (docs/performance.md).
 import { cpus } from 'node:os';
+import { automationFigures } from './figures/automations.js';
 import { casesFigure } from './figures/cases.js';
 import { contactFigures } from './figures/contacts.js';
 import { meFigures } from './figures/me.js';
@@ -29,6 +30,7 @@ async function main() {
     if (want('messages')) await messageFigure(server, contactsRps);
     if (want('rss')) await rssFigure(server);
     if (want('cases')) await casesFigure(server);
+    if (want('automations')) await automationFigures(server);
   } finally {
     await server.stop();
     await db?.drop();
