@@ -22,7 +22,8 @@ async function main() {
   const only = process.env.BENCH_ONLY?.split(',');
   const want = (name: string) => !only || only.includes(name);
   const { env, db } = await serverEnv('bench');
-  let server = await startServer(env);
+  // BENCH_ENTRY: another build's dist/cli/main.js (A/B runs of one change).
+  let server = await startServer(env, process.env.BENCH_ENTRY ? { entry: process.env.BENCH_ENTRY } : {});
   try {
     if (want('me')) server = await meFigures(server);
     let contactsRps = Number.NaN;
