@@ -131,52 +131,74 @@ function longFlow() {
  * transaction: the ratio says how close the engine gets to "one commit per step".
  */
 async function longFlowFigure(server: Server, db: pg.Client) {
-  const acc = await benchAccount(server.url, UNLIMITED, 'bench-automations-long');
-  const a = await must(
-    admin(server.url, 'POST', `/accounts/${acc.id}/automations`, {
-      name: 'Larga',
-      status: 'active',
-      trigger: { type: 'api' },
-      steps: longFlow(),
-    }),
-    201,
-    'create long flow',
-  );
-  const headers = { authorization: `Bearer ${acc.key}` };
-  const start = () =>
-    call(server.url, 'POST', `/api/v1/automations/${a.id}/executions`, { to: nextPhone(7), variables: { origen: 'bench' } }, headers);
+  const one = await longRuns(server, db, 1);
+  // The same runs, each in its own account: what the account's one monthly counter row costs.
+  const many = await longRuns(server, db, LONG_RUNS);
+  const floor = await commitsPerSecond(server.env.DATABASE_URL!, Math.min(LONG_RUNS, 20), 5);
+  record({
+    figure: `steps/s, ${LONG_RUNS} runs of a ${LONG_STEPS}-step flow (no sends)`,
+    value: one.stepsPerSecond,
+    unit: 'step/s',
+    floor: `1-row commits/s, ${Math.min(LONG_RUNS, 20)} clients`,
+    floorValue: floor,
+    ratio: one.stepsPerSecond / floor,
+    goal: 'report',
+    pass: null,
+    note:
+      `one account: ${one.steps} steps in ${one.seconds.toFixed(1)} s, ${one.notCompleted} not completed, ${one.waits}; ` +
+      `the same runs in ${LONG_RUNS} accounts: ${Math.round(many.stepsPerSecond)} step/s (ratio ${(many.stepsPerSecond / floor).toFixed(2)}), ${many.notCompleted} not completed, ${many.waits}`,
+  });
+}
+
+/** LONG_RUNS executions of the long flow started at once, in `accounts` accounts (spread evenly). */
+async function longRuns(server: Server, db: pg.Client, accounts: number) {
+  const flows: { id: string; key: string }[] = [];
+  for (let i = 0; i < accounts; i++) {
+    const acc = await benchAccount(server.url, UNLIMITED, `bench-automations-long-${accounts}-${i}`);
+    const a = await must(
+      admin(server.url, 'POST', `/accounts/${acc.id}/automations`, {
+        name: 'Larga',
+        status: 'active',
+        trigger: { type: 'api' },
+        steps: longFlow(),
+      }),
+      201,
+      'create long flow',
+    );
+    flows.push({ id: a.id, key: acc.key });
+  }
+  const ids = flows.map((f) => f.id);
+  const start = (f: { id: string; key: string }) =>
+    call(
+      server.url,
+      'POST',
+      `/api/v1/automations/${f.id}/executions`,
+      { to: nextPhone(7), variables: { origen: 'bench' } },
+      { authorization: `Bearer ${f.key}` },
+    );
   // Warm-up: two executions, not counted.
-  await Promise.all([start(), start()]);
-  await waitEnded(db, a.id, 60_000);
-  const before = new Set((await db.query('SELECT id FROM automation_executions WHERE automation_id = $1', [a.id])).rows.map((r) => r.id));
+  await Promise.all([start(flows[0]!), start(flows[flows.length - 1]!)]);
+  await waitEnded(db, ids, 60_000);
+  const before = new Set(
+    (await db.query('SELECT id FROM automation_executions WHERE automation_id = ANY($1::uuid[])', [ids])).rows.map((r) => r.id),
+  );
   const sampler = lockSampler(server.env.DATABASE_URL!);
-  const started = await Promise.all(Array.from({ length: LONG_RUNS }, () => start()));
+  const started = await Promise.all(Array.from({ length: LONG_RUNS }, (_, i) => start(flows[i % flows.length]!)));
   const refused = started.filter((r) => r.status !== 201).length;
-  await waitEnded(db, a.id, 300_000);
+  if (refused) console.log(`  ! long flow: ${refused} starts refused`);
+  await waitEnded(db, ids, 300_000);
   const waits = await sampler.stop();
   const r = await db.query(
     `SELECT e.id, e.status, e.started_at, e.ended_at, (SELECT count(*)::int FROM automation_steps s WHERE s.execution_id = e.id) AS steps
-     FROM automation_executions e WHERE automation_id = $1`,
-    [a.id],
+     FROM automation_executions e WHERE automation_id = ANY($1::uuid[])`,
+    [ids],
   );
   const runs = r.rows.filter((x) => !before.has(x.id));
   const steps = runs.reduce((t, x) => t + x.steps, 0);
   const t0 = Math.min(...runs.map((x) => x.started_at.getTime()));
   const t1 = Math.max(...runs.map((x) => (x.ended_at ?? new Date()).getTime()));
-  const stepsPerSecond = steps / ((t1 - t0) / 1000);
-  const notCompleted = runs.filter((x) => x.status !== 'completed').length;
-  const floor = await commitsPerSecond(server.env.DATABASE_URL!, Math.min(LONG_RUNS, 20), 5);
-  record({
-    figure: `steps/s, ${LONG_RUNS} runs of a ${LONG_STEPS}-step flow (no sends)`,
-    value: stepsPerSecond,
-    unit: 'step/s',
-    floor: `1-row commits/s, ${Math.min(LONG_RUNS, 20)} clients`,
-    floorValue: floor,
-    ratio: stepsPerSecond / floor,
-    goal: 'report',
-    pass: null,
-    note: `${steps} steps in ${((t1 - t0) / 1000).toFixed(1)} s; ${notCompleted} not completed, ${refused} starts refused; ${waits}`,
-  });
+  const seconds = (t1 - t0) / 1000;
+  return { steps, seconds, stepsPerSecond: steps / seconds, notCompleted: runs.filter((x) => x.status !== 'completed').length, waits };
 }
 
 /**
@@ -221,12 +243,13 @@ function lockSampler(url: string) {
   };
 }
 
-async function waitEnded(db: pg.Client, automationId: string, maxMs: number) {
+async function waitEnded(db: pg.Client, automationIds: string[], maxMs: number) {
   const until = Date.now() + maxMs;
   while (Date.now() < until) {
-    const r = await db.query(`SELECT count(*)::int AS n FROM automation_executions WHERE automation_id = $1 AND status = 'running'`, [
-      automationId,
-    ]);
+    const r = await db.query(
+      `SELECT count(*)::int AS n FROM automation_executions WHERE automation_id = ANY($1::uuid[]) AND status = 'running'`,
+      [automationIds],
+    );
     if (r.rows[0].n === 0) return;
     await sleep(100);
   }
