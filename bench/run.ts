@@ -4,6 +4,7 @@
 // is set. `BENCH_ONLY=me,contacts` runs some figures only. Speed is measured here, never asserted
 // in timed tests (docs/performance.md).
 import { cpus } from 'node:os';
+import { automationFigures } from './figures/automations.js';
 import { casesFigure } from './figures/cases.js';
 import { contactFigures } from './figures/contacts.js';
 import { meFigures } from './figures/me.js';
@@ -21,7 +22,8 @@ async function main() {
   const only = process.env.BENCH_ONLY?.split(',');
   const want = (name: string) => !only || only.includes(name);
   const { env, db } = await serverEnv('bench');
-  let server = await startServer(env);
+  // BENCH_ENTRY: another build's dist/cli/main.js (A/B runs of one change).
+  let server = await startServer(env, process.env.BENCH_ENTRY ? { entry: process.env.BENCH_ENTRY } : {});
   try {
     if (want('me')) server = await meFigures(server);
     let contactsRps = Number.NaN;
@@ -29,6 +31,7 @@ async function main() {
     if (want('messages')) await messageFigure(server, contactsRps);
     if (want('rss')) await rssFigure(server);
     if (want('cases')) await casesFigure(server);
+    if (want('automations')) await automationFigures(server);
   } finally {
     await server.stop();
     await db?.drop();

@@ -5,12 +5,16 @@
 // 4. Bad input generated from the OpenAPI document and beyond it (faults/hostile.ts) → count 5xx answers (goal 0).
 // 5. Hostile clients for a minute (faults/hostile-clients.ts): races on one contact, oversized and deep
 //    bodies, cut uploads → no 5xx, no deadlock, bounded memory, /healthz fast throughout.
+// 6. SIGKILL with 200 automation executions mid-flow (faults/automations-kill.ts): every one ends
+//    valid after the restart, no step's message sent twice, none lost.
+// `FAULTS_ONLY=automations` (or any comma-separated list of the names in main) runs some only.
 // Each prints a one-line verdict with its numbers; docs/reliability.md records them.
 // PostgreSQL and Redis "go away" through a cuttable TCP proxy (faults/proxy.ts): to the server
 // that is exactly a restart (refused connects, cut sockets), and the machine's own servers stay up.
 import { createServer } from 'node:http';
 import pg from 'pg';
 import { admin, benchAccount, call, freshDatabase, must, type Server, sleep, startServer, UNLIMITED } from '../bench/lib.js';
+import { automationsKill } from './automations-kill.js';
 import { fuzzOpenApi } from './fuzz.js';
 import { hostileClients } from './hostile-clients.js';
 import { CuttableProxy } from './proxy.js';
@@ -261,6 +265,16 @@ async function hostile() {
   }
 }
 
+async function automations() {
+  const { db, env } = await setup('automations');
+  try {
+    const r = await automationsKill(env);
+    verdict(r.ok, r.line);
+  } finally {
+    await db.drop();
+  }
+}
+
 async function main() {
   console.log(`Chasqui faults on PostgreSQL ${new URL(PG_BASE).host} + Redis ${REDIS.host}`);
   const only = process.env.FAULTS_ONLY?.split(',');
@@ -270,6 +284,7 @@ async function main() {
     ['redis', redisDown],
     ['fuzz', badInput],
     ['hostile', hostile],
+    ['automations', automations],
   ];
   for (const [name, fn] of tests) {
     if (only && !only.includes(name)) continue;

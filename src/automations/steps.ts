@@ -484,9 +484,13 @@ async function write<L>(c: Ctx, w: Write<L>): Promise<void> {
         .where('ended_at', 'is', null)
         .execute();
     }
+    // The month's counter row is shared by every execution of the account and stays locked until
+    // commit: take it last, so only the step's events (and a stage's log) wait behind it.
+    if (w.log && !w.after) await insertLog(trx, c, w.log);
     if (w.count) await count(trx, c, w.countHttp ?? false);
     if (w.after) await w.after(trx, locked);
-    if (w.log) await insertLog(trx, c, w.log);
+    // A stage step's outcome is decided in `after`.
+    if (w.log && w.after) await insertLog(trx, c, w.log);
     return row;
   });
   c.s.dispatcher.wake();
@@ -565,8 +569,9 @@ async function end(c: Ctx, e: Ending): Promise<'rest'> {
         .execute();
     }
     if (e.log) {
-      if (e.status !== 'failed') await count(trx, c, false);
       await insertLog(trx, c, e.log);
+      // The shared counter row last, before the event (see write()).
+      if (e.status !== 'failed') await count(trx, c, false);
     }
     if (!row.test) {
       const kind = e.status === 'failed' ? 'automation.failed' : 'automation.completed';
