@@ -115,6 +115,42 @@ describe('rule 2: executions', () => {
     expect((await app.admin('POST', `/accounts/${acct.id}/automations/${ask.id}/executions/${running.id}/cancel`)).status).toBe(409);
   });
 
+  it('"Changing the steps of an active automation: running executions continue with the new steps; a current step id that no longer exists fails them"', async () => {
+    const acct = await app.createAccount();
+    const a = await flow(acct, askFlow('cambio'));
+    const p1 = freshPhone();
+    const p2 = freshPhone();
+    const c1 = await writes(acct, p1, 'cambio');
+    await writes(acct, p2, 'cambio');
+    await runDue();
+    const [second, first] = await executions(acct, a.id);
+    // The ask "q" stays; what follows it changes.
+    const patched = await app.admin('PATCH', `/accounts/${acct.id}/automations/${a.id}`, {
+      steps: [
+        { id: 'q', type: 'ask', text: '¿Número de pedido?', save: 'pedido' },
+        { id: 's2', type: 'send', text: 'Nuevo paso: {{pedido}}' },
+      ],
+    });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    await writes(acct, p1, 'B-2');
+    await runDue();
+    expect((await execution(acct, a.id, first.id)).status).toBe('completed');
+    expect((await texts(acct, c1.conversationId)).at(-1)).toBe('automation:Nuevo paso: B-2');
+    // Now "q" goes away: the other execution, waiting at it, fails when it runs again.
+    expect(
+      (
+        await app.admin('PATCH', `/accounts/${acct.id}/automations/${a.id}`, {
+          steps: [{ id: 'otro', type: 'send', text: 'Hola' }],
+        })
+      ).status,
+    ).toBe(200);
+    await writes(acct, p2, 'C-3');
+    await runDue();
+    const e = await execution(acct, a.id, second.id);
+    expect(e.status).toBe('failed');
+    expect(e.error).toMatch(/"q" ya no existe/);
+  });
+
   it('"At most one running execution per conversation: starting another answers 409"', async () => {
     const acct = await app.createAccount();
     const a = await flow(acct, {
@@ -476,6 +512,13 @@ describe('rule 7: public API', () => {
     expect(running.body.status).toBe('running');
     const twice = await call('POST', `/automations/${short.id}/executions`, { to });
     expect(twice.status).toBe(409);
+    // "no connected number" with that phoneNumberId.
+    const noNumber = await call('POST', `/automations/${short.id}/executions`, {
+      to,
+      phoneNumberId: '00000000-0000-4000-8000-000000000000',
+    });
+    expect(noNumber.status).toBe(409);
+    expect(noNumber.body.error).toMatch(/número conectado/);
     // The account holds 1 contact, its limit: a new phone is a new contact.
     const full = await call('POST', `/automations/${short.id}/executions`, { to: freshPhone() });
     expect(full.status).toBe(402);

@@ -152,6 +152,25 @@ describe('rule 1: triggers', () => {
     await writes(acct, fresh, 'Gracias');
     await runDue();
     expect(await executions(acct, a.id)).toHaveLength(1);
+
+    // A contact created by the API who writes for the first time: its first inbound message.
+    const byApi = freshPhone();
+    expect((await acct.call('POST', '/contacts', { phone: byApi, name: 'Beto' })).status).toBe(201);
+    const apiFirst = await writes(acct, byApi, 'Buenas');
+    await runDue();
+    expect(await texts(acct, apiFirst.conversationId)).toEqual(['contact:Buenas', 'automation:¡Bienvenida, Beto!']);
+
+    // "Keyword beats first_message": a new contact whose first message is a keyword.
+    const kw = await flow(acct, {
+      name: 'Catálogo',
+      trigger: { type: 'keyword', keywords: ['catalogo'] },
+      steps: [{ id: 'f', type: 'end' }],
+    });
+    const kwFirst = await writes(acct, freshPhone(), 'Catálogo');
+    await runDue();
+    expect((await executions(acct, kw.id)).map((e) => e.conversationId)).toEqual([kwFirst.conversationId]);
+    expect((await executions(acct, a.id)).map((e) => e.conversationId)).not.toContain(kwFirst.conversationId);
+    expect(await executions(acct, a.id)).toHaveLength(2);
   });
 
   it('api: "only through POST /automations/{id}/executions" — an inbound message never starts it; the start sets the attribute (set_attribute, GET /contacts/{id})', async () => {
@@ -160,19 +179,22 @@ describe('rule 1: triggers', () => {
       name: 'Alta',
       trigger: { type: 'api' },
       steps: [
+        { id: 'eco', type: 'set_attribute', attribute: 'eco', value: '{{plan}}|{{nivel}}' },
         { id: 'attr', type: 'set_attribute', attribute: 'plan', value: 'Plan {{plan}}' },
         { id: 'fin', type: 'end' },
       ],
     });
     const phone = freshPhone();
     await writes(acct, phone, 'alta');
+    await acct.call('POST', '/contacts', { phone, attributes: { plan: 'viejo', nivel: 'alto' } });
     await runDue();
     expect(await executions(acct, a.id)).toEqual([]);
     const r = await acct.call('POST', `/automations/${a.id}/executions`, { to: phone, variables: { plan: 'Oro' } });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     expect(r.body).toMatchObject({ status: 'completed', variables: { plan: 'Oro' }, test: false, error: null });
     const contact = await acct.call('GET', `/contacts/${r.body.contactId}`);
-    expect(contact.body.attributes).toMatchObject({ plan: 'Plan Oro' });
+    // "{{name}} is replaced by the execution variable name, else the contact attribute".
+    expect(contact.body.attributes).toEqual({ plan: 'Plan Oro', nivel: 'alto', eco: 'Oro|alto' });
   });
 
   it('webhook: "through its incoming webhook" (the operator\'s webhookUrl) — "The whole body lands in variables.webhook"; {{webhook.a.b}} reads nested values', async () => {
@@ -329,6 +351,20 @@ describe('rule 1: steps', () => {
     e = await lastExecution(acct, a.id);
     expect(e.status).toBe('failed');
     expect(e.error).toMatch(/ninguna de las opciones/);
+
+    // No answer in time and no timeoutNext: fails.
+    const b = await flow(acct, {
+      name: 'Sin respuesta',
+      trigger: { type: 'keyword', keywords: ['consulta'] },
+      steps: [{ id: 'q', type: 'ask', text: '¿Qué necesitás?', save: 'necesidad', timeoutMinutes: 1 }],
+    });
+    await writes(acct, freshPhone(), 'consulta');
+    await runDue();
+    app.clock.advance(MINUTE + 1000);
+    await runDue();
+    e = await lastExecution(acct, b.id);
+    expect(e.status).toBe('failed');
+    expect(e.error).toMatch(/no respondió a tiempo/);
   });
 
   it('condition: "ops equals, not_equals, contains, exists, gt, lt (numeric), matches (regex …); compares text after normalising as for keywords"', async () => {
@@ -535,7 +571,8 @@ describe('rule 1: steps', () => {
         { id: 'nunca', type: 'send', text: 'no se manda' },
       ],
     });
-    const c = await writes(acct, freshPhone(), 'Quiero un humano', { name: 'Ana' });
+    const phone = freshPhone();
+    const c = await writes(acct, phone, 'Quiero un humano', { name: 'Ana' });
     await runDue();
     const e = await lastExecution(acct, h.id);
     expect(e.status).toBe('handed_off');
@@ -545,6 +582,15 @@ describe('rule 1: steps', () => {
     const conv = await acct.call('GET', `/conversations/${c.conversationId}`);
     expect(conv.body.handling.type).toBe('team');
     expect(await texts(acct, c.conversationId)).toEqual(['contact:Quiero un humano', 'automation:Te paso con el equipo']);
+    // While the team handles the case, the keyword starts nothing; once that case closes, it does again.
+    await writes(acct, phone, 'humano otra vez');
+    await runDue();
+    expect(await executions(acct, h.id)).toHaveLength(1);
+    const closed = await app.admin('POST', `/accounts/${acct.id}/cases/${conv.body.openCaseId}/close`, {});
+    expect(closed.status, JSON.stringify(closed.body)).toBe(200);
+    await writes(acct, phone, 'humano, de nuevo');
+    await runDue();
+    expect((await executions(acct, h.id)).map((x) => x.status)).toEqual(['handed_off', 'handed_off']);
 
     const c2 = await writes(acct, freshPhone(), 'Chau');
     await runDue();
