@@ -67,9 +67,12 @@ export class AutomationRunner implements AutomationWorker {
   async runOnce(): Promise<number> {
     let n = 0;
     for (;;) {
+      // A background claim in flight holds its rows locked (SKIP LOCKED hides them from ours):
+      // let it hand them to inFlight first, or this could answer before they ran.
+      if (this.pumping) await this.pumping;
       n += (await Promise.all([...this.inFlight.values()])).reduce((a, b) => a + b, 0);
       const claimed = await this.claim(MAX_IN_FLIGHT);
-      if (claimed.length === 0 && this.inFlight.size === 0) return n;
+      if (claimed.length === 0 && this.inFlight.size === 0 && !this.pumping) return n;
       n += (await Promise.all(claimed.map((row) => this.run(row)))).reduce((a, b) => a + b, 0);
     }
   }
