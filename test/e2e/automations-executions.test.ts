@@ -3,14 +3,20 @@
 // an event, test executions, the step log, automation.* events, the case's handledBy and the
 // public API. Real app on a real database, the sandbox number, the injected clock.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Receiver, startReceiver } from '../fakes/receiver.js';
 import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 let app: TestApp;
+let receiver: Receiver;
 
 beforeAll(async () => {
   app = await startTestApp();
+  receiver = await startReceiver({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":true}' });
 });
-afterAll(() => app?.close());
+afterAll(async () => {
+  await receiver?.close();
+  await app?.close();
+});
 
 const MINUTE = 60_000;
 /** Runs everything due now by the injected clock (POST /admin/v1/jobs/automations/run). */
@@ -201,6 +207,35 @@ describe('rule 2: executions', () => {
     ]);
   });
 
+  it('"an ask step reads only messages that arrive after it started (earlier ones are dropped when it sends its question)"', async () => {
+    const acct = await app.createAccount();
+    const a = await flow(acct, {
+      name: 'Después',
+      trigger: { type: 'keyword', keywords: ['despues'] },
+      steps: [
+        { id: 'aviso', type: 'send', text: 'En un minuto te pregunto' },
+        { id: 'w', type: 'wait', minutes: 1 },
+        { id: 'q', type: 'ask', text: '¿Color?', save: 'color' },
+      ],
+    });
+    const p = freshPhone();
+    await writes(acct, p, 'después');
+    await runDue();
+    await writes(acct, p, 'rojo');
+    await runDue();
+    let e = await lastExecution(acct, a.id);
+    expect([e.status, e.currentStepId]).toEqual(['running', 'w']);
+    app.clock.advance(MINUTE + 1000);
+    await runDue();
+    e = await lastExecution(acct, a.id);
+    expect([e.status, e.currentStepId]).toEqual(['running', 'q']);
+    await writes(acct, p, 'verde');
+    await runDue();
+    e = await lastExecution(acct, a.id);
+    expect(e.status).toBe('completed');
+    expect(e.variables).toEqual({ color: 'verde', respuesta: 'verde' });
+  });
+
   describe('"Cancelled (no event): a team member sends in the conversation, the operator stops it, or its automation is paused or deleted"', () => {
     it('a team reply cancels the running execution; the answer after it is no input', async () => {
       const acct = await app.createAccount();
@@ -267,6 +302,7 @@ describe('rule 2: executions', () => {
       steps: [
         { id: 'attr', type: 'set_attribute', attribute: 'probado', value: 'si' },
         { id: 'c', type: 'condition', if: { var: 'probado', op: 'exists' } },
+        { id: 'h', type: 'http', method: 'GET', url: `${receiver.url}/prueba`, save: 'h' },
         { id: 'f', type: 'end' },
       ],
     });
@@ -276,20 +312,20 @@ describe('rule 2: executions', () => {
       app.clock.advance(3_000);
       const me = await acct.call('GET', '/me');
       expect(me.status).toBe(200);
-      return me.body.usage.automationSteps as number;
+      return [me.body.usage.automationSteps, me.body.usage.automationHttpRequests] as [number, number];
     };
     const before = await usage();
     const t = await app.admin('POST', `/accounts/${acct.id}/automations/${a.body.id}/test`, { to: freshPhone(), variables: { x: '1' } });
     expect(t.status, JSON.stringify(t.body)).toBe(201);
-    expect(t.body).toMatchObject({ test: true, status: 'completed', variables: { x: '1' } });
+    expect(t.body).toMatchObject({ test: true, status: 'completed', variables: { x: '1', h: { status: 200, body: { ok: true } } } });
     expect((await acct.call('GET', `/contacts/${t.body.contactId}`)).body.attributes.probado).toBe('si');
-    expect(await usage()).toBe(before);
+    expect(await usage()).toEqual(before);
     expect(await automationEvents(acct.id)).toEqual([]);
-    // The same flow run for real counts its three steps and emits its event.
+    // The same flow run for real counts its four steps and its request, and emits its event.
     expect((await app.admin('PATCH', `/accounts/${acct.id}/automations/${a.body.id}`, { status: 'active' })).status).toBe(200);
     const real = await acct.call('POST', `/automations/${a.body.id}/executions`, { to: freshPhone() });
     expect(real.body).toMatchObject({ test: false, status: 'completed' });
-    expect(await usage()).toBe(before + 3);
+    expect(await usage()).toEqual([before[0] + 4, before[1] + 1]);
     expect((await automationEvents(acct.id)).map((e) => [e.kind, e.data.executionId])).toEqual([['automation.completed', real.body.id]]);
   });
 
