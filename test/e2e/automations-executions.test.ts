@@ -254,7 +254,10 @@ describe('rule 2: executions', () => {
       await runDue();
       e = await lastExecution(acct, a.id);
       expect(e).toMatchObject({ status: 'cancelled', variables: {} });
-      expect((await acct.call('GET', `/conversations/${c.conversationId}`)).body.handling.type).toBe('team');
+      const conv = (await acct.call('GET', `/conversations/${c.conversationId}`)).body;
+      expect(conv.handling.type).toBe('team');
+      // handledBy: "automation+human→human".
+      expect((await acct.call('GET', `/cases/${conv.openCaseId}`)).body.handledBy).toBe('human');
       expect(await automationEvents(acct.id)).toEqual([]);
     });
 
@@ -321,6 +324,16 @@ describe('rule 2: executions', () => {
     expect((await acct.call('GET', `/contacts/${t.body.contactId}`)).body.attributes.probado).toBe('si');
     expect(await usage()).toEqual(before);
     expect(await automationEvents(acct.id)).toEqual([]);
+    // A test that fails (a send refused: no 24-hour window) emits no automation.failed either.
+    const sends = await app.admin('POST', `/accounts/${acct.id}/automations`, {
+      name: 'Envío',
+      trigger: { type: 'api' },
+      steps: [{ id: 's', type: 'send', text: 'Hola' }],
+    });
+    const failed = await app.admin('POST', `/accounts/${acct.id}/automations/${sends.body.id}/test`, { to: freshPhone() });
+    expect(failed.body).toMatchObject({ test: true, status: 'failed' });
+    expect(await automationEvents(acct.id)).toEqual([]);
+    expect(await usage()).toEqual(before);
     // The same flow run for real counts its four steps and its request, and emits its event.
     expect((await app.admin('PATCH', `/accounts/${acct.id}/automations/${a.body.id}`, { status: 'active' })).status).toBe(200);
     const real = await acct.call('POST', `/automations/${a.body.id}/executions`, { to: freshPhone() });
