@@ -651,6 +651,22 @@ describe('rule 1: validation on save', () => {
     expect(at('steps.7')).toMatch(/"h"/);
     // Nothing was saved.
     expect((await app.admin('GET', `/accounts/${acct.id}/automations`)).body.data).toEqual([]);
+
+    // A change is validated with the rest of the flow: a next that names no step, and the flow stays as it was.
+    const ok = await flow(acct, { name: 'Bien', trigger: { type: 'api' }, steps: [{ id: 'f', type: 'end' }] });
+    const patch = await app.admin('PATCH', `/accounts/${acct.id}/automations/${ok.id}`, {
+      steps: [
+        { id: 'a', type: 'send', text: 'hola', next: 'falta' },
+        { id: 'b', type: 'wait', minutes: 0 },
+      ],
+    });
+    expect(patch.status).toBe(400);
+    expect(
+      problemsOf(patch.body)
+        .map((x) => x.path.join('.'))
+        .sort(),
+    ).toEqual(['steps.0.next', 'steps.1.minutes']);
+    expect((await app.admin('GET', `/accounts/${acct.id}/automations/${ok.id}`)).body.steps).toEqual([{ id: 'f', type: 'end' }]);
   });
 
   it('the agent step is "refused at save time with a clear 400"', async () => {
