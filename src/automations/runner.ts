@@ -73,7 +73,7 @@ export class AutomationRunner implements AutomationWorker {
       if (this.pumping) await this.pumping;
       n += (await Promise.all([...this.inFlight.values()])).reduce((a, b) => a + b, 0);
       const claimed = await this.claim(MAX_IN_FLIGHT);
-      if (claimed.length === 0 && this.inFlight.size === 0) return n;
+      if (claimed.length === 0 && this.inFlight.size === 0 && !this.pumping) return n;
       n += (await Promise.all(claimed.map((row) => this.run(row)))).reduce((a, b) => a + b, 0);
     }
   }
