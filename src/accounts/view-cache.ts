@@ -21,6 +21,7 @@ import type { AccountRow } from '../db/types.js';
 import type { Clock } from '../lib/clock.js';
 import { quotaPeriodAt } from '../limits/period.js';
 import type { UsageMeter, UsageSnapshot } from '../limits/types.js';
+import { withPending } from '../limits/usage.js';
 import { type AccountView, accountViewOf } from './service.js';
 
 export const ACCOUNT_VIEW_TTL_MS = 2_000;
@@ -69,8 +70,7 @@ export class AccountViewCache {
 
   private build(account: AccountRow, stored: Stored): string {
     if (stored.built?.account !== account) {
-      const apiCalls = stored.usage.apiCalls + this.usage.pendingApiCalls(account.id, stored.usage.period);
-      const view: AccountView = accountViewOf(account, { ...stored.usage, apiCalls }, stored.numbers);
+      const view: AccountView = accountViewOf(account, withPending(this.usage, account.id, stored.usage), stored.numbers);
       stored.built = { account, json: JSON.stringify(view) };
     }
     return stored.built.json;

@@ -63,6 +63,8 @@ interface Ctx {
   contact: ContactRow;
   /** The execution as this runner last wrote it. */
   row: ExecutionRow;
+  /** Usage of accounts without a quota, counted once the current transaction commits. */
+  later: AutomationResource[];
 }
 
 type ExecUpdate = Updateable<AutomationExecutionsTable>;
@@ -113,13 +115,14 @@ export async function advance(s: Services, agent: Agent, claimed: ExecutionRow, 
 }
 
 async function load(s: Services, agent: Agent, row: ExecutionRow): Promise<Ctx | null> {
-  const [automation, contact] = await Promise.all([
+  // Three reads at once (three pooled connections on PostgreSQL): one round trip of waiting.
+  const [automation, contact, account] = await Promise.all([
     s.db.selectFrom('automations').selectAll().where('id', '=', row.automation_id).executeTakeFirst(),
     s.db.selectFrom('contacts').selectAll().where('id', '=', row.contact_id).executeTakeFirst(),
+    getAccount(s.db, row.account_id),
   ]);
   if (!automation || !contact) return null;
-  const account = await getAccount(s.db, row.account_id);
-  return { s, agent, account, automation, steps: automation.steps as Step[], contact, row };
+  return { s, agent, account, automation, steps: automation.steps as Step[], contact, row, later: [] };
 }
 
 /** One transition of the execution; 'rest' when it waits or ended. */
@@ -427,18 +430,40 @@ async function insertLog(trx: Trx, c: Ctx, e: LogEntry): Promise<void> {
     .execute();
 }
 
-/** Counts one step (and one HTTP request) of the month unless it is a test; QuotaExceeded past the plan's quota. */
+/**
+ * Counts one step (and one HTTP request) of the month unless it is a test; QuotaExceeded past the
+ * plan's quota. With a quota the count is exact: the account's counter row is incremented in the
+ * step's transaction and stays locked until commit, so two executions cannot both take the last
+ * step. Without one (enterprise, or an override to null) nothing needs deciding: the count is
+ * kept in memory and written in batches like API calls, after the step commits (`c.later`), and
+ * the account's executions do not queue on one row.
+ */
 async function count(trx: Trx, c: Ctx, http: boolean): Promise<void> {
   if (c.row.test) return;
   const limits = effectiveLimits(c.account.plan, c.account.limits);
   const period = quotaPeriod(c.s.clock.now());
-  const steps = await addAutomationUsage(trx, c.account.id, period, 'automationSteps');
-  if (limits.automationStepsPerMonth !== null && steps > limits.automationStepsPerMonth)
-    throw new QuotaExceeded('automationSteps', limits.automationStepsPerMonth);
-  if (!http) return;
-  const requests = await addAutomationUsage(trx, c.account.id, period, 'automationHttpRequests');
-  if (limits.automationHttpRequestsPerMonth !== null && requests > limits.automationHttpRequestsPerMonth)
-    throw new QuotaExceeded('automationHttpRequests', limits.automationHttpRequestsPerMonth);
+  const take = async (resource: AutomationResource, limit: number | null) => {
+    if (limit === null) {
+      c.later.push(resource);
+      return;
+    }
+    const used = await addAutomationUsage(trx, c.account.id, period, resource);
+    if (used > limit) throw new QuotaExceeded(resource, limit);
+  };
+  await take('automationSteps', limits.automationStepsPerMonth);
+  if (http) await take('automationHttpRequests', limits.automationHttpRequestsPerMonth);
+}
+
+/** Runs a transaction of the execution; counts kept for after its commit are recorded then. */
+async function commit<T>(c: Ctx, fn: (trx: Trx) => Promise<T>): Promise<T> {
+  const result = await transaction(c.s.db, (trx) => {
+    // A retried transaction starts over: what an earlier attempt counted did not happen.
+    c.later = [];
+    return fn(trx);
+  });
+  for (const resource of c.later) c.s.usage.countLater(c.account.id, resource);
+  c.later = [];
+  return result;
 }
 
 interface Write<L> {
@@ -463,7 +488,7 @@ interface Write<L> {
 /** One transaction of a running execution (the order of locks in the file header). */
 async function write<L>(c: Ctx, w: Write<L>): Promise<void> {
   const now = w.at ?? c.s.clock.now();
-  c.row = await transaction(c.s.db, async (trx) => {
+  c.row = await commit(c, async (trx) => {
     if (w.before) await w.before(trx);
     const locked = w.lock ? await w.lock(trx) : (undefined as L);
     const parked = w.park ? { claim: null, run_at: w.parkIfInput ? sqlDueIfInput(w.park, now) : w.park } : { run_at: lease(c) };
@@ -540,7 +565,7 @@ interface Ending {
  */
 async function end(c: Ctx, e: Ending): Promise<'rest'> {
   const now = c.s.clock.now();
-  c.row = await transaction(c.s.db, async (trx) => {
+  c.row = await commit(c, async (trx) => {
     const conversationId = c.row.conversation_id;
     if (e.status === 'handed_off') {
       // The conversation's lock comes before any case lock; the open case is only read here.

@@ -59,14 +59,16 @@ export interface UsageSnapshot {
 export interface UsageMeter {
   /** Counts one API call (batched; may lag up to 30 s). */
   countApiCall(accountId: string): void;
+  /** Counts automation usage of an account without a quota for it (batched like API calls). */
+  countLater(accountId: string, resource: 'automationSteps' | 'automationHttpRequests', n?: number): void;
+  /** Counts of the period this process has not written yet. */
+  pendingOf(accountId: string, period: Period, resource: 'apiCalls' | 'automationSteps' | 'automationHttpRequests'): number;
   /** API calls of the period written to the database plus this process's unwritten batch. */
   recordedApiCalls(accountId: string, period: Period): Promise<number>;
   /** Current usage of the quota month: what the database recorded plus this process's batch. */
   snapshot(accountId: string): Promise<UsageSnapshot>;
   /** Usage of `period` as the database recorded it (without this process's unwritten batch). */
   recorded(accountId: string, period: Period): Promise<UsageSnapshot>;
-  /** API calls counted by this process and not yet written. */
-  pendingApiCalls(accountId: string, period: Period): number;
   /** Batches written so far (reads of the database from before the last one are stale). */
   readonly writes: number;
   /** Writes pending counts now (shutdown, tests). */

@@ -12,15 +12,21 @@ export const FLUSH_EVERY_MS = 5_000;
 /** The usage_counters resource of webhook deliveries (the monthly delivery quota). */
 export const DELIVERY_QUOTA_RESOURCE = 'webhookDeliveries';
 
-/** API calls not yet written: account id → quota period start (ms) → calls. */
-type Counts = Map<string, Map<number, number>>;
+/** Resources counted in memory and written in batches. */
+export type BatchedResource = 'apiCalls' | 'automationSteps' | 'automationHttpRequests';
 
-const countOf = (counts: Counts, accountId: string, period: number): number => counts.get(accountId)?.get(period) ?? 0;
+/** Counts not yet written: account id → quota period start (ms) → resource → count. */
+type Counts = Map<string, Map<number, Map<BatchedResource, number>>>;
 
-function add(counts: Counts, accountId: string, period: number, n: number): void {
-  const periods = counts.get(accountId);
-  if (periods) periods.set(period, (periods.get(period) ?? 0) + n);
-  else counts.set(accountId, new Map([[period, n]]));
+const countOf = (counts: Counts, accountId: string, period: number, resource: BatchedResource = 'apiCalls'): number =>
+  counts.get(accountId)?.get(period)?.get(resource) ?? 0;
+
+function add(counts: Counts, accountId: string, period: number, n: number, resource: BatchedResource = 'apiCalls'): void {
+  let periods = counts.get(accountId);
+  if (!periods) counts.set(accountId, (periods = new Map()));
+  let resources = periods.get(period);
+  if (!resources) periods.set(period, (resources = new Map()));
+  resources.set(resource, (resources.get(resource) ?? 0) + n);
 }
 
 export class DbUsageMeter implements UsageMeter {
@@ -47,15 +53,18 @@ export class DbUsageMeter implements UsageMeter {
     add(this.pending, accountId, quotaPeriodAt(this.clock.ms()).start.getTime(), 1);
   }
 
-  /** Calls counted in memory but not yet written, for this account and period. */
-  pendingApiCalls(accountId: string, period: Period): number {
+  countLater(accountId: string, resource: BatchedResource, n = 1): void {
+    add(this.pending, accountId, quotaPeriodAt(this.clock.ms()).start.getTime(), n, resource);
+  }
+
+  pendingOf(accountId: string, period: Period, resource: BatchedResource): number {
     const p = period.start.getTime();
-    return countOf(this.pending, accountId, p) + countOf(this.writing, accountId, p);
+    return countOf(this.pending, accountId, p, resource) + countOf(this.writing, accountId, p, resource);
   }
 
   async recordedApiCalls(accountId: string, period: Period): Promise<number> {
     const counts = await readCounters(this.db, accountId, period);
-    return (counts.apiCalls ?? 0) + this.pendingApiCalls(accountId, period);
+    return (counts.apiCalls ?? 0) + this.pendingOf(accountId, period, 'apiCalls');
   }
 
   flush(): Promise<void> {
@@ -69,7 +78,9 @@ export class DbUsageMeter implements UsageMeter {
     this.pending = new Map();
     this.writing = batch;
     const rows = [...batch].flatMap(([accountId, periods]) =>
-      [...periods].map(([period, count]) => ({ account_id: accountId, period_start: new Date(period), resource: 'apiCalls', count })),
+      [...periods].flatMap(([period, resources]) =>
+        [...resources].map(([resource, count]) => ({ account_id: accountId, period_start: new Date(period), resource, count })),
+      ),
     );
     try {
       await this.db
@@ -82,7 +93,8 @@ export class DbUsageMeter implements UsageMeter {
       this.writes += 1;
     } catch (e) {
       // Put the counts back so a database hiccup loses nothing; the next flush retries.
-      for (const [accountId, periods] of batch) for (const [period, n] of periods) add(this.pending, accountId, period, n);
+      for (const [accountId, periods] of batch)
+        for (const [period, resources] of periods) for (const [resource, n] of resources) add(this.pending, accountId, period, n, resource);
       throw e;
     } finally {
       this.writing = new Map();
@@ -91,8 +103,7 @@ export class DbUsageMeter implements UsageMeter {
 
   async snapshot(accountId: string): Promise<UsageSnapshot> {
     const period = quotaPeriod(this.clock.now());
-    const recorded = await this.recorded(accountId, period);
-    return { ...recorded, apiCalls: recorded.apiCalls + this.pendingApiCalls(accountId, period) };
+    return withPending(this, accountId, await this.recorded(accountId, period));
   }
 
   async recorded(accountId: string, period: Period): Promise<UsageSnapshot> {
@@ -121,6 +132,14 @@ export class DbUsageMeter implements UsageMeter {
     await this.flush().catch(() => {});
   }
 }
+
+/** Recorded usage plus this process's counts not written yet. */
+export const withPending = (usage: UsageMeter, accountId: string, recorded: UsageSnapshot): UsageSnapshot => ({
+  ...recorded,
+  apiCalls: recorded.apiCalls + usage.pendingOf(accountId, recorded.period, 'apiCalls'),
+  automationSteps: recorded.automationSteps + usage.pendingOf(accountId, recorded.period, 'automationSteps'),
+  automationHttpRequests: recorded.automationHttpRequests + usage.pendingOf(accountId, recorded.period, 'automationHttpRequests'),
+});
 
 export async function readCounters(db: Executor, accountId: string, period: Period): Promise<Record<string, number>> {
   const rows = await db

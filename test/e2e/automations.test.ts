@@ -62,3 +62,34 @@ describe('keyword flow through the sandbox', () => {
     expect(conv.body.handling.type).toBe('team');
   });
 });
+
+describe('usage of an account without a step quota', () => {
+  it('"each executed step counts automationSteps": an enterprise account (no quota) counts them in memory, shown by GET /me and written in the next batch', async () => {
+    const ent = await app.createAccount({ plan: 'enterprise' });
+    const r = await app.admin('POST', `/accounts/${ent.id}/automations`, {
+      name: 'Sin cuota',
+      status: 'active',
+      trigger: { type: 'api' },
+      steps: [
+        { id: 'c', type: 'condition', if: { var: 'x', op: 'exists' } },
+        { id: 'a', type: 'set_attribute', attribute: 'origen', value: 'flujo' },
+        { id: 'e', type: 'end' },
+      ],
+    });
+    expect(r.status).toBe(201);
+    const start = await ent.call('POST', `/automations/${r.body.id}/executions`, { to: freshPhone() });
+    expect(start.status).toBe(201);
+    await runDue();
+    app.clock.advance(3_000);
+    const me = await ent.call('GET', '/me');
+    expect(me.body.usage.automationSteps).toBe(3);
+    await app.rt.services.usage.flush();
+    const rows = await app.rt.services.db
+      .selectFrom('usage_counters')
+      .select(['count'])
+      .where('account_id', '=', ent.id)
+      .where('resource', '=', 'automationSteps')
+      .execute();
+    expect(rows.map((x) => Number(x.count))).toEqual([3]);
+  });
+});
