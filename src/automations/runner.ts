@@ -6,11 +6,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Agent } from 'undici';
-import type { ExecutionRow } from '../db/types.js';
+import type { AccountRow, AutomationRow, ContactRow, ExecutionRow } from '../db/types.js';
 import { newId } from '../lib/ids.js';
 import type { AutomationWorker, Services } from '../services.js';
 import { createAgent } from '../webhooks/send.js';
-import { advance, LEASE_MS } from './steps.js';
+import { advance, type Claimed, LEASE_MS } from './steps.js';
 
 export const POLL_MS = 250;
 /** Executions run at once in this process (each one step at a time). */
@@ -126,31 +126,54 @@ export class AutomationRunner implements AutomationWorker {
       });
   }
 
-  private run(row: ExecutionRow): Promise<number> {
-    const p = advance(this.s, this.agent, row, () => this.stopping).finally(() => {
-      this.inFlight.delete(row.id);
+  private run(claimed: Claimed): Promise<number> {
+    const id = claimed.row.id;
+    const p = advance(this.s, this.agent, claimed, () => this.stopping).finally(() => {
+      this.inFlight.delete(id);
       // A slot freed: more may be due.
       if (this.started && !this.stopping) this.pump();
     });
-    this.inFlight.set(row.id, p);
+    this.inFlight.set(id, p);
     return p;
   }
 
-  /** Claims up to `limit` due executions (or the one named); their `run_at` becomes the lease's end. */
-  private async claim(limit: number, id?: string): Promise<ExecutionRow[]> {
+  /**
+   * Claims up to `limit` due executions (or the one named); their `run_at` becomes the lease's end.
+   * One statement returns each with its automation, contact and account (what a run reads first).
+   */
+  private async claim(limit: number, id?: string): Promise<Claimed[]> {
     if (limit <= 0) return [];
     const now = this.s.clock.now();
     const lease = new Date(now.getTime() + LEASE_MS);
     const claim = newId();
     const only = id ? sql`AND id = ${id}` : sql``;
-    const r = await sql<ExecutionRow>`
-      UPDATE automation_executions e SET claim = ${claim}, run_at = ${lease}, updated_at = ${now}
-      WHERE e.id IN (
-        SELECT id FROM automation_executions
-        WHERE status = 'running' AND run_at <= ${now} ${only}
-        ORDER BY run_at LIMIT ${limit}
-        FOR UPDATE SKIP LOCKED)
-      RETURNING e.*`.execute(this.s.db);
-    return r.rows;
+    const r = await sql<ExecutionRow & { automation: Json; contact: Json; account: Json }>`
+      WITH c AS (
+        UPDATE automation_executions e SET claim = ${claim}, run_at = ${lease}, updated_at = ${now}
+        WHERE e.id IN (
+          SELECT id FROM automation_executions
+          WHERE status = 'running' AND run_at <= ${now} ${only}
+          ORDER BY run_at LIMIT ${limit}
+          FOR UPDATE SKIP LOCKED)
+        RETURNING e.*)
+      SELECT c.*, to_jsonb(a) AS automation, to_jsonb(ct) AS contact, to_jsonb(acc) AS account
+      FROM c
+      JOIN automations a ON a.id = c.automation_id
+      JOIN contacts ct ON ct.id = c.contact_id
+      JOIN accounts acc ON acc.id = c.account_id`.execute(this.s.db);
+    return r.rows.map(({ automation, contact, account, ...row }) => ({
+      row,
+      automation: withDates(automation, ['created_at', 'updated_at', 'deleted_at']) as AutomationRow,
+      contact: withDates(contact, ['created_at', 'updated_at']) as ContactRow,
+      account: withDates(account, ['created_at', 'updated_at']) as AccountRow,
+    }));
   }
+}
+
+type Json = Record<string, unknown>;
+
+/** Rows read as JSON carry timestamps as text: back to Date, as the drivers give them. */
+function withDates(o: Json, keys: string[]): Json {
+  for (const k of keys) if (typeof o[k] === 'string') o[k] = new Date(o[k] as string);
+  return o;
 }

@@ -13,7 +13,6 @@
 // the execution row, then the month's automation counter, then events.
 import { sql, type Updateable } from 'kysely';
 import type { Agent } from 'undici';
-import { getAccount } from '../accounts/service.js';
 import { lockOpenCase, openCaseOf } from '../cases/open.js';
 import { moveToStage } from '../cases/service.js';
 import { setContactAttribute } from '../contacts/service.js';
@@ -53,6 +52,14 @@ class QuotaExceeded extends Error {
   }
 }
 
+/** A claimed execution with what its run reads first (one statement: runner.ts `claim`). */
+export interface Claimed {
+  row: ExecutionRow;
+  automation: AutomationRow;
+  contact: ContactRow;
+  account: AccountRow;
+}
+
 /** What a run needs besides the execution row, loaded once per claim. */
 interface Ctx {
   s: Services;
@@ -65,6 +72,8 @@ interface Ctx {
   row: ExecutionRow;
   /** Usage of accounts without a quota, counted once the current transaction commits. */
   later: AutomationResource[];
+  /** A finished send or request whose end the next transaction records (finishLater). */
+  finish?: { log: { id: string; outcome: string; detail: Record<string, unknown> | null }; set: ExecUpdate } | undefined;
 }
 
 type ExecUpdate = Updateable<AutomationExecutionsTable>;
@@ -79,12 +88,11 @@ const renderCtx = (c: Ctx): RenderContext => ({
  * Runs a claimed execution until it waits (an answer, a timer), ends, or the process stops.
  * Returns how many transitions it made.
  */
-export async function advance(s: Services, agent: Agent, claimed: ExecutionRow, stopping: () => boolean): Promise<number> {
-  let c: Ctx | null = null;
+export async function advance(s: Services, agent: Agent, claimed: Claimed, stopping: () => boolean): Promise<number> {
+  const { row, automation, contact, account } = claimed;
+  const c: Ctx = { s, agent, account, automation, steps: automation.steps as Step[], contact, row, later: [] };
   let n = 0;
   try {
-    c = await load(s, agent, claimed);
-    if (!c) return 0;
     if (c.row.effect_step) {
       await interrupted(c);
       return 1;
@@ -99,30 +107,32 @@ export async function advance(s: Services, agent: Agent, claimed: ExecutionRow, 
       if (go === 'rest') return n;
     }
   } catch (err) {
-    if (err instanceof Lost) return n;
-    s.log.warn({ err: { message: (err as Error).message }, executionId: claimed.id }, 'automation step failed unexpectedly');
+    if (err instanceof Lost) {
+      // Cancelled (or taken) meanwhile: a finished send or request still gets its end in the log.
+      const f = c.finish;
+      if (f) {
+        const detail = f.log.detail ? JSON.stringify(f.log.detail) : null;
+        await s.db
+          .updateTable('automation_steps')
+          .set({ ended_at: s.clock.now(), outcome: f.log.outcome, detail })
+          .where('id', '=', f.log.id)
+          .execute()
+          .catch(() => {});
+      }
+      return n;
+    }
+    s.log.warn({ err: { message: (err as Error).message }, executionId: row.id }, 'automation step failed unexpectedly');
     // Looked at again later; if an outbound effect had started, that claim fails it (interrumpida).
     await s.db
       .updateTable('automation_executions')
       .set({ claim: null, run_at: new Date(s.clock.ms() + RETRY_MS) })
-      .where('id', '=', claimed.id)
-      .where('claim', '=', claimed.claim)
+      .where('id', '=', row.id)
+      .where('claim', '=', row.claim)
       .where('status', '=', 'running')
       .execute()
       .catch(() => {});
     return n;
   }
-}
-
-async function load(s: Services, agent: Agent, row: ExecutionRow): Promise<Ctx | null> {
-  // Three reads at once (three pooled connections on PostgreSQL): one round trip of waiting.
-  const [automation, contact, account] = await Promise.all([
-    s.db.selectFrom('automations').selectAll().where('id', '=', row.automation_id).executeTakeFirst(),
-    s.db.selectFrom('contacts').selectAll().where('id', '=', row.contact_id).executeTakeFirst(),
-    getAccount(s.db, row.account_id),
-  ]);
-  if (!automation || !contact) return null;
-  return { s, agent, account, automation, steps: automation.steps as Step[], contact, row, later: [] };
 }
 
 /** One transition of the execution; 'rest' when it waits or ended. */
@@ -154,26 +164,24 @@ async function runStep(c: Ctx, step: Step, now: Date): Promise<'go' | 'rest'> {
   const next = nextOf(step, c.steps);
   switch (step.type) {
     case 'send':
-      return outbound(c, step, async () => {
-        const r = await sendFor(c, step.text !== undefined ? { text: step.text } : { template: step.template! });
-        return r.ok ? { set: moveTo(next), outcome: 'ok', detail: { messageId: r.messageId } } : { fail: r.error, detail: r.detail };
-      });
-    case 'ask':
-      return outbound(c, step, async () => {
-        const options = step.options?.length ? `\n\n${step.options.map((o, i) => `${i + 1}. ${o}`).join('\n')}` : '';
-        const r = await sendFor(c, { text: `${step.text}${options}` });
-        if (!r.ok) return { fail: r.error, detail: r.detail };
+      return sendStep(c, step, step.text !== undefined ? { text: step.text } : { template: step.template! }, () => ({
+        set: moveTo(next),
+        outcome: 'ok',
+      }));
+    case 'ask': {
+      const options = step.options?.length ? `\n\n${step.options.map((o, i) => `${i + 1}. ${o}`).join('\n')}` : '';
+      return sendStep(c, step, { text: `${step.text}${options}` }, () => {
         const deadline = new Date(c.s.clock.ms() + (step.timeoutMinutes ?? 1440) * 60_000);
-        return { set: { state: 'asked', deadline_at: deadline }, park: deadline, outcome: 'asked', detail: { messageId: r.messageId } };
+        return { set: { state: 'asked', deadline_at: deadline }, park: deadline, outcome: 'asked' };
       });
+    }
     case 'http':
       return outbound(c, step, async () => {
         const r = await httpStep(c.s, c.agent, step, renderCtx(c));
         const variables = step.save ? { ...c.row.variables, [step.save]: r.result } : c.row.variables;
-        if (r.ok)
-          return { set: { ...moveTo(next), variables: JSON.stringify(variables) }, outcome: 'ok', detail: { status: r.result.status } };
+        if (r.ok) return { set: moveTo(next), variables, outcome: 'ok', detail: { status: r.result.status } };
         const detail = { reason: r.reason, status: r.result.status };
-        if (step.onError) return { set: { ...moveTo(step.onError), variables: JSON.stringify(variables) }, outcome: 'error', detail };
+        if (step.onError) return { set: moveTo(step.onError), variables, outcome: 'error', detail };
         return { fail: r.error, detail, variables };
       });
     case 'condition': {
@@ -246,14 +254,20 @@ function refusalText(err: unknown): string | null {
   return null;
 }
 
-type SendResult = { ok: true; messageId: string } | { ok: false; error: string; detail: Record<string, unknown> };
+type SendResult =
+  | { ok: true; messageId: string }
+  | { ok: false; error: string; detail: Record<string, unknown> /** the message (and the step's start) was stored */; stored: boolean };
 
-/** Sends as POST /messages would (window, template, opt-out), from the execution's number. */
+/**
+ * Sends as POST /messages would (window, template, opt-out), from the execution's number;
+ * `start` runs inside the transaction that stores the message.
+ */
 async function sendFor(
   c: Ctx,
   what: { text: string } | { template: { id: string; variables?: Record<string, string> | undefined } },
+  start: (trx: Trx) => Promise<void>,
 ): Promise<SendResult> {
-  if (!c.contact.phone) return { ok: false, error: executionErrors.noPhone, detail: {} };
+  if (!c.contact.phone) return { ok: false, error: executionErrors.noPhone, detail: {}, stored: false };
   const ctx = renderCtx(c);
   try {
     const m = await sendMessage(c.s, c.account, {
@@ -267,51 +281,113 @@ async function sendFor(
             },
           }),
       ...(c.row.phone_number_id ? { phoneNumberId: c.row.phone_number_id } : {}),
-      origin: { source: 'automation', by: { id: c.automation.id, name: c.automation.name } },
+      origin: { source: 'automation', by: { id: c.automation.id, name: c.automation.name }, inTransaction: start },
     });
     return { ok: true, messageId: m.id };
   } catch (err) {
     const reason = refusalText(err);
     if (reason === null) throw err;
+    // A refusal after the message was stored (the provider's) names the message.
     const messageId = err instanceof ApiError ? err.extra.messageId : undefined;
-    return { ok: false, error: reason, detail: messageId ? { messageId } : {} };
+    return { ok: false, error: reason, detail: messageId ? { messageId } : {}, stored: messageId !== undefined };
   }
 }
 
+/**
+ * A `send` or `ask` step. Its start (the step log row, `effect_step`, the month's count) commits
+ * in the transaction that stores the message, before the provider call; its end is written with
+ * the execution's next transaction (or now, when the step parks: an ask waits for its answer).
+ * A refusal before the message is stored fails the execution without a start; one after (the
+ * provider's) finishes the started step as failed.
+ */
+async function sendStep(
+  c: Ctx,
+  step: StepOf<'send'> | StepOf<'ask'>,
+  what: { text: string } | { template: { id: string; variables?: Record<string, string> | undefined } },
+  then: () => { set: ExecUpdate; park?: Date; outcome: string },
+): Promise<'go' | 'rest'> {
+  const logId = newId();
+  const started = c.s.clock.now();
+  let counted: AutomationResource[] = [];
+  const r = await sendFor(c, what, async (trx) => {
+    c.later = [];
+    await updateExecution(trx, c, { effect_step: logId, run_at: lease(c), ...(step.type === 'ask' ? { inputs_pending: 0 } : {}) });
+    // After the execution row is locked: an answer committed meanwhile is either dropped here or
+    // counted in inputs_pending after this write, never left unread with inputs_pending at 0.
+    if (step.type === 'ask') await dropInput(trx, c.row.id);
+    await insertLog(trx, c, { step, outcome: null, id: logId, open: true, at: started });
+    await count(trx, c, false);
+    counted = c.later;
+  });
+  // The start committed with the message: its counts without a quota are recorded now.
+  if (r.ok || r.stored) {
+    for (const resource of counted) c.s.usage.countLater(c.account.id, resource);
+    // A pending finish of the step before went with the message's transaction.
+    c.finish = undefined;
+  }
+  c.later = [];
+  if (!r.ok) {
+    const detail = { ...r.detail, error: r.error };
+    if (r.stored) return end(c, { status: 'failed', error: r.error, finishLog: { id: logId, outcome: 'failed', detail } });
+    return end(c, { status: 'failed', error: r.error, log: { step, outcome: 'failed', detail } });
+  }
+  c.row.effect_step = logId;
+  const t = then();
+  const detail = { messageId: r.messageId };
+  if (t.park) {
+    await write(c, {
+      set: { ...t.set, effect_step: null },
+      finishLog: { id: logId, outcome: t.outcome, detail },
+      park: t.park,
+      parkIfInput: true,
+    });
+    return 'rest';
+  }
+  finishLater(c, { id: logId, outcome: t.outcome, detail }, t.set);
+  return 'go';
+}
+
 type EffectResult =
-  | { set: ExecUpdate; park?: Date; outcome: string; detail?: Record<string, unknown> }
+  | { set: ExecUpdate; outcome: string; detail?: Record<string, unknown>; variables?: Record<string, unknown> }
   | { fail: string; detail?: Record<string, unknown>; variables?: Record<string, unknown> };
 
 /**
- * A step with an outbound effect: recorded as started (and counted) in one transaction, done,
- * then recorded as finished. `ask` also drops the input that came before its question.
+ * An `http` step: recorded as started (and counted) in one transaction, then the request, then
+ * its end written with the execution's next transaction.
  */
-async function outbound(c: Ctx, step: Step, effect: () => Promise<EffectResult>): Promise<'go' | 'rest'> {
+async function outbound(c: Ctx, step: StepOf<'http'>, effect: () => Promise<EffectResult>): Promise<'go' | 'rest'> {
   const logId = newId();
-  const started = c.s.clock.now();
   await write(c, {
-    set: { effect_step: logId, ...(step.type === 'ask' ? { inputs_pending: 0 } : {}) },
-    // After the execution row is locked: an answer committed meanwhile is either dropped here or
-    // counted in inputs_pending after this write, never left unread with inputs_pending at 0.
-    after: step.type === 'ask' ? (trx) => dropInput(trx, c.row.id) : undefined,
-    log: { step, outcome: null, id: logId, open: true, at: started },
+    set: { effect_step: logId },
+    log: { step, outcome: null, id: logId, open: true },
     count: true,
-    countHttp: step.type === 'http',
+    countHttp: true,
   });
+  c.row.effect_step = logId;
   const r = await effect();
-  const now = c.s.clock.now();
   if ('fail' in r) {
     if (r.variables) c.row.variables = r.variables;
     return end(c, { status: 'failed', error: r.fail, finishLog: { id: logId, outcome: 'failed', detail: { ...r.detail, error: r.fail } } });
   }
-  await write(c, {
-    set: { ...r.set, effect_step: null },
-    finishLog: { id: logId, outcome: r.outcome, detail: r.detail ?? null },
-    park: r.park,
-    parkIfInput: step.type === 'ask',
-    at: now,
-  });
-  return r.park ? 'rest' : 'go';
+  finishLater(c, { id: logId, outcome: r.outcome, detail: r.detail ?? null }, r.set, r.variables);
+  return 'go';
+}
+
+/**
+ * The effect is done: the execution moves on in memory, and its next transaction (the next
+ * step's, a park or the end) records the step's end and the new position together — one commit
+ * less per send or request. A crash before that commit leaves the step started, so the execution
+ * fails "interrumpida" rather than repeat it.
+ */
+function finishLater(
+  c: Ctx,
+  log: { id: string; outcome: string; detail: Record<string, unknown> | null },
+  set: ExecUpdate,
+  variables?: Record<string, unknown>,
+): void {
+  const next = { ...set, ...(variables ? { variables: JSON.stringify(variables) } : {}), effect_step: null };
+  c.finish = { log, set: c.finish ? { ...c.finish.set, ...next } : next };
+  c.row = { ...c.row, ...(set as Partial<ExecutionRow>), effect_step: null, ...(variables ? { variables } : {}) };
 }
 
 /** Input that arrived before an ask's question is not its answer. */
@@ -321,7 +397,7 @@ async function dropInput(trx: Trx, executionId: string): Promise<void> {
 
 /** The execution waits for an answer: read the oldest unread input, or time out, or keep waiting. */
 async function answer(c: Ctx, step: StepOf<'ask'>, now: Date): Promise<'go' | 'rest'> {
-  const outcome = await transaction(c.s.db, async (trx) => {
+  const outcome = await commit(c, async (trx) => {
     const row = await updateExecution(trx, c, { run_at: lease(c) });
     const input = await trx
       .deleteFrom('automation_inputs')
@@ -391,9 +467,18 @@ const lease = (c: Ctx): Date => new Date(c.s.clock.ms() + LEASE_MS);
 
 /** Writes the execution's new fields if this runner still holds it; else Lost. */
 async function updateExecution(trx: Trx, c: Ctx, set: ExecUpdate): Promise<ExecutionRow> {
+  const f = c.finish;
+  if (f) {
+    const detail = f.log.detail ? JSON.stringify(f.log.detail) : null;
+    await trx
+      .updateTable('automation_steps')
+      .set({ ended_at: c.s.clock.now(), outcome: f.log.outcome, detail })
+      .where('id', '=', f.log.id)
+      .execute();
+  }
   const row = await trx
     .updateTable('automation_executions')
-    .set({ ...set, updated_at: c.s.clock.now() })
+    .set({ ...f?.set, ...set, updated_at: c.s.clock.now() })
     .where('id', '=', c.row.id)
     .where('claim', '=', c.row.claim)
     .where('status', '=', 'running')
@@ -463,6 +548,8 @@ async function commit<T>(c: Ctx, fn: (trx: Trx) => Promise<T>): Promise<T> {
   });
   for (const resource of c.later) c.s.usage.countLater(c.account.id, resource);
   c.later = [];
+  // The pending finish (finishLater) went with it.
+  c.finish = undefined;
   return result;
 }
 
@@ -527,13 +614,13 @@ const sqlDueIfInput = (deadline: Date, now: Date): Date =>
 
 /** Releases the claim: due again at `at` (a deadline not reached yet). */
 async function parkUntil(c: Ctx, at: Date): Promise<'rest'> {
-  await transaction(c.s.db, (trx) => updateExecution(trx, c, { claim: null, run_at: at }));
+  await commit(c, (trx) => updateExecution(trx, c, { claim: null, run_at: at }));
   return 'rest';
 }
 
 /** The process stops: give the execution back, due now (another process or the restart takes it). */
 async function park(c: Ctx, now: Date): Promise<void> {
-  await transaction(c.s.db, (trx) => updateExecution(trx, c, { claim: null, run_at: now })).catch((err) => {
+  await commit(c, (trx) => updateExecution(trx, c, { claim: null, run_at: now })).catch((err) => {
     if (!(err instanceof Lost)) throw err;
   });
 }

@@ -23,9 +23,15 @@ const countOf = (counts: Counts, accountId: string, period: number, resource: Ba
 
 function add(counts: Counts, accountId: string, period: number, n: number, resource: BatchedResource = 'apiCalls'): void {
   let periods = counts.get(accountId);
-  if (!periods) counts.set(accountId, (periods = new Map()));
+  if (!periods) {
+    periods = new Map();
+    counts.set(accountId, periods);
+  }
   let resources = periods.get(period);
-  if (!resources) periods.set(period, (resources = new Map()));
+  if (!resources) {
+    resources = new Map();
+    periods.set(period, resources);
+  }
   resources.set(resource, (resources.get(resource) ?? 0) + n);
 }
 

@@ -34,6 +34,12 @@ export interface SendInput {
 export interface SendOrigin {
   source: 'automation' | 'agent' | 'team';
   by?: { id?: string | null; name: string };
+  /**
+   * Runs inside the transaction that stores the message, after its insert: an automation records
+   * its step as started there (docs/automations.md "Durability"), so the step's start and the
+   * message commit together, before the provider call. Throwing rolls the message back.
+   */
+  inTransaction?: (trx: Trx, messageId: string) => Promise<void>;
 }
 
 /**
@@ -166,6 +172,7 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
       .returningAll()
       .executeTakeFirstOrThrow();
     if (origin?.source === 'team') await teamTakesOver(trx, conversation.id, origin.by, openCaseId, now);
+    if (origin?.inTransaction) await origin.inTransaction(trx, message.id);
     return { message, contactCreated: created };
   });
   const pending = written.message;
