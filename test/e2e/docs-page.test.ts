@@ -47,7 +47,10 @@ describe.skipIf(!haveBrowser)('the API reference page /docs, in chromium', () =>
       webhooks: Record<string, unknown>;
     };
     const operations = Object.values(doc.paths).reduce((n, item) => n + Object.keys(item).length, 0);
-    expect(await page.locator('.opblock-summary-path[data-path^="/api/v1/"]').count()).toBe(operations);
+    // The customer API and the automations' incoming webhook (its token is its key).
+    expect(await page.locator('.opblock-summary-path[data-path^="/api/v1/"], .opblock-summary-path[data-path^="/hooks/"]').count()).toBe(
+      operations,
+    );
     // The webhook events are on the page too, one block per kind.
     expect(await page.locator('.opblock').count()).toBe(operations + Object.keys(doc.webhooks).length);
     // The operator API is not on the customers' page.
