@@ -95,6 +95,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     channels,
     dispatcher: { wake() {}, runOnce: async () => 0 },
     automations: { wake() {}, runOnce: async () => 0, drive: async () => {} },
+    llm: null,
     adminToken: admin.token,
   };
   const dispatcher = new WebhookDispatcher(services);

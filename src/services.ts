@@ -7,6 +7,7 @@ import type { Db } from './db/index.js';
 import type { KeyAuthenticator } from './keys/service.js';
 import type { Clock } from './lib/clock.js';
 import type { Limiter, UsageMeter } from './limits/types.js';
+import type { LlmClient } from './llm/types.js';
 
 export interface Dispatcher {
   /** A writer committed new deliveries: look now instead of at the next poll. */
@@ -39,6 +40,8 @@ export interface Services {
   channels: ChannelRegistry;
   dispatcher: Dispatcher;
   automations: AutomationWorker;
+  /** The language model (LLM_BASE_URL); null when none is configured (docs/agents.md). */
+  llm: LlmClient | null;
   /** Operator bearer token (ADMIN_TOKEN, or generated and kept in DATA_DIR). */
   adminToken: string;
 }

@@ -43,6 +43,8 @@ export interface PhoneNumbersTable {
   cloud_app_secret: string | null;
   cloud_verify_token: string | null;
   created_at: TsDefault;
+  /** The AI agent that answers this number's conversations (docs/agents.md). */
+  agent_id: Generated<string | null>;
 }
 
 export interface ContactsTable {
@@ -213,6 +215,8 @@ export interface StagesTable {
 
 export interface CasesTable {
   id: string;
+  /** Inbound messages of the case so far (classification runs after the first three). */
+  inbound_count: Generated<number>;
   account_id: string;
   conversation_id: string;
   contact_id: string;
@@ -410,7 +414,58 @@ export interface ConversationNotesTable {
   created_at: TsDefault;
 }
 
+export interface AgentsTable {
+  id: string;
+  account_id: string;
+  name: string;
+  status: 'active' | 'paused';
+  version: Generated<number>;
+  instructions: Generated<string>;
+  goal: Json<{ description: string; fields: { name: string; description: string; required: boolean }[] }> | null;
+  handoff: JsonDefault<{ rules: string[]; phrases: string[] }>;
+  review: Json<{
+    criteria: { name: string; description: string; kind: 'pass_fail' | 'score' }[];
+    extract: { name: string; description: string }[];
+  }> | null;
+  model: string | null;
+  max_turns: Generated<number>;
+  created_at: TsDefault;
+  updated_at: TsDefault;
+  deleted_at: Ts | null;
+}
+
+export interface ReasonKeywords {
+  id: string;
+  name: string;
+  keywords: string[];
+}
+
+export interface ReasonsTable {
+  id: string;
+  account_id: string;
+  name: string;
+  keywords: JsonDefault<string[]>;
+  subreasons: JsonDefault<ReasonKeywords[]>;
+  scoring: Json<{ questions: { question: string; weight: number; keywords: string[] }[] }> | null;
+  created_at: TsDefault;
+  updated_at: TsDefault;
+  deleted_at: Ts | null;
+}
+
+export interface CaseClassificationsTable {
+  id: string;
+  case_id: string;
+  message_id: string;
+  nth: number;
+  run_at: Ts;
+  attempts: Generated<number>;
+  created_at: TsDefault;
+}
+
 export interface Database {
+  agents: AgentsTable;
+  reasons: ReasonsTable;
+  case_classifications: CaseClassificationsTable;
   automations: AutomationsTable;
   automation_executions: AutomationExecutionsTable;
   automation_steps: AutomationStepsTable;
@@ -456,5 +511,7 @@ export type AutomationRow = Selectable<AutomationsTable>;
 export type ExecutionRow = Selectable<AutomationExecutionsTable>;
 export type StepLogRow = Selectable<AutomationStepsTable>;
 export type NoteRow = Selectable<ConversationNotesTable>;
+export type AgentRow = Selectable<AgentsTable>;
+export type ReasonRow = Selectable<ReasonsTable>;
 export type NewMessage = Insertable<MessagesTable>;
 export type CaseUpdate = Updateable<CasesTable>;
