@@ -40,6 +40,14 @@ const ConfigSchema = z.object({
   BODY_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(30_000),
   /** `off` admits every request without caps, quota or IP block: only to measure their cost (bench). */
   LIMITS: onOff.default(true),
+  /** An OpenAI-compatible Chat Completions API (…/v1); unset: no language model (docs/agents.md). */
+  LLM_BASE_URL: z.string().url().optional(),
+  /** Sent as `Authorization: Bearer …`; never logged. Local servers (Ollama) need none. */
+  LLM_API_KEY: z.string().optional(),
+  /** The model used when an agent names none (Ollama's tag by default). */
+  LLM_MODEL: z.string().min(1).default('llama3.1'),
+  /** One model request, connect to last byte; a timeout is a model failure (retried). */
+  LLM_TIMEOUT_MS: z.coerce.number().int().min(10).max(600_000).default(30_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

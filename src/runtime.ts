@@ -22,6 +22,7 @@ import { type Clock, systemClock } from './lib/clock.js';
 import { serializeErr } from './lib/log-err.js';
 import { createLimiter } from './limits/index.js';
 import { DbUsageMeter } from './limits/usage.js';
+import { createLlmClient } from './llm/client.js';
 import { type DemoSeed, seedDemoIfEmpty } from './seed.js';
 import type { Services } from './services.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
@@ -70,7 +71,16 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
   const log = pino(
     {
       level: config.LOG_LEVEL,
-      redact: ['req.headers.authorization', '*.accessToken', '*.appSecret', '*.key', '*.secret'],
+      redact: [
+        'req.headers.authorization',
+        '*.accessToken',
+        '*.appSecret',
+        '*.key',
+        '*.secret',
+        'LLM_API_KEY',
+        '*.LLM_API_KEY',
+        '*.apiKey',
+      ],
       serializers: { err: serializeErr },
     },
     // Written as they happen: an asynchronous line could land after text the CLI prints on the
@@ -95,7 +105,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     channels,
     dispatcher: { wake() {}, runOnce: async () => 0 },
     automations: { wake() {}, runOnce: async () => 0, drive: async () => {} },
-    llm: null,
+    llm: createLlmClient(config, log),
     adminToken: admin.token,
   };
   const dispatcher = new WebhookDispatcher(services);
