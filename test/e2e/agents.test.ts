@@ -108,6 +108,9 @@ describe('"Operator: POST/GET /accounts/{id}/agents, GET/PATCH/DELETE …/agents
     // rules only: the phrases are the defaults
     const b = await create(acct, { name: 'Soporte', handoff: { rules: ['Si se enoja'] } });
     expect(b.handoff).toEqual({ rules: ['Si se enoja'], phrases: ['hablar con una persona', 'humano', 'asesor', 'operador'] });
+    // an empty list is kept: no phrase hands off
+    const c = await create(acct, { name: 'Sin frases', handoff: { rules: [], phrases: [] } });
+    expect(c.handoff).toEqual({ rules: [], phrases: [] });
   });
 
   it('validation → 400 and nothing saved: unknown field, bad goal field name, duplicate goal field names, maxTurns 0 and 101, name and instructions too long', async () => {
