@@ -10,6 +10,7 @@ import type { ZodType, z } from 'zod';
 import { accountRoutes } from './accounts/routes.js';
 import { adminAuth } from './admin/auth.js';
 import { adminRoutes } from './admin/routes.js';
+import { agentRoutes } from './agents/routes.js';
 import { automationHookRoutes } from './automations/hooks-routes.js';
 import { automationRoutes } from './automations/routes.js';
 import { campaignRoutes } from './campaigns/routes.js';
@@ -174,6 +175,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
         campaignRoutes,
         caseRoutes,
         automationRoutes,
+        agentRoutes,
       ])
         routes(z, services);
     },

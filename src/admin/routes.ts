@@ -1,5 +1,6 @@
 // The operator API (/admin/v1): thin routes over the feature services, one file per area.
 import { accountAdminRoutes } from '../accounts/admin-routes.js';
+import { agentAdminRoutes } from '../agents/admin-routes.js';
 import { automationAdminRoutes } from '../automations/admin-routes.js';
 import { campaignAdminRoutes } from '../campaigns/admin-routes.js';
 import { caseAdminRoutes } from '../cases/admin-routes.js';
@@ -22,6 +23,7 @@ export const adminRoutes: RoutesFn = (app, s) => {
     conversationAdminRoutes,
     campaignAdminRoutes,
     automationAdminRoutes,
+    agentAdminRoutes,
     jobAdminRoutes,
     sandboxAdminRoutes,
     cloudAdminRoutes,

@@ -169,3 +169,13 @@ export async function isCloudVerifyToken(db: Executor, token: string): Promise<b
     .executeTakeFirst();
   return match !== undefined;
 }
+
+/** A deleted agent answers no number: the numbers that named it (agents/service.ts, in its transaction) name none. */
+export async function unassignAgentFromNumbers(trx: Executor, accountId: string, agentId: string): Promise<void> {
+  await trx
+    .updateTable('phone_numbers')
+    .set({ agent_id: null })
+    .where('account_id', '=', accountId)
+    .where('agent_id', '=', agentId)
+    .execute();
+}

@@ -88,6 +88,20 @@ export const catalogue = {
     text: 'Enviá el teléfono del contacto en el campo phone, en formato internacional (por ejemplo +5491123456789).',
   },
   automation_hook_object: { status: 400, text: 'El cuerpo tiene que ser un objeto JSON con el campo phone.' },
+  // AI agents: the operator routes and the public list (src/agents)
+  agent_not_found: { status: 404, text: 'No encontramos ese agente de IA en tu cuenta. Revisá el id.' },
+  agent_model_missing: {
+    status: 409,
+    text: 'No hay un modelo de lenguaje configurado en este servidor, así que el agente no puede quedar activo. Configurá LLM_BASE_URL (y LLM_API_KEY y LLM_MODEL si tu proveedor los pide), reiniciá el servicio y volvé a activarlo. Mientras tanto podés guardarlo en pausa (status paused).',
+  },
+  agent_field_name: {
+    status: 400,
+    text: 'El nombre del campo empieza con una letra o _ y sigue con letras sin acento, números o _ (hasta 64 caracteres).',
+  },
+  agent_name_duplicate: {
+    status: 400,
+    text: (p) => `Ya hay otro con el nombre "${p.name}". Usá un nombre distinto para cada uno.`,
+  },
   // WhatsApp Cloud API receiver and template sync (src/channel/cloud)
   cloud_signature_invalid: {
     status: 401,

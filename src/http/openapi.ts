@@ -23,6 +23,7 @@ const PUBLIC_TAGS: Record<string, string> = {
   Campaigns: 'Bulk sends of a template to an audience, with their counters.',
   Cases: 'Pipelines and cases: one customer inquiry each, with reason, stage and outcome.',
   Automations: 'Flows that answer customers: start one for a phone, read its executions; an incoming webhook per flow.',
+  Agents: 'AI agents that answer customers (created and configured in the app): who they are and which version.',
 };
 
 const OPERATOR_TAGS: Record<string, string> = {

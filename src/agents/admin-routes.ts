@@ -1,0 +1,72 @@
+// Operator API: AI agents (docs/operator.md "AI agents").
+import { z } from 'zod';
+import { getAccount } from '../accounts/service.js';
+import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
+import { AgentCreate, AgentPatch, AgentView } from './schemas.js';
+import { createAgent, deleteAgent, getAgent, listAgents, updateAgent } from './service.js';
+
+const AgentParams = z.object({ id: Uuid, agentId: Uuid });
+
+export const agentAdminRoutes: RoutesFn = (app, s) => {
+  app.post(
+    '/accounts/:id/agents',
+    {
+      schema: {
+        summary: 'Create an AI agent (version "1", paused unless asked; active needs a language model, else 409)',
+        tags: ['Operator'],
+        params: IdParams,
+        body: AgentCreate,
+        response: { 201: AgentView },
+      },
+    },
+    async (req, reply) => {
+      await getAccount(s.db, req.params.id);
+      return reply.code(201).send(await createAgent(s, req.params.id, req.body));
+    },
+  );
+
+  app.get(
+    '/accounts/:id/agents',
+    {
+      schema: {
+        summary: "The account's AI agents, newest first",
+        tags: ['Operator'],
+        params: IdParams,
+        response: { 200: z.object({ data: z.array(AgentView) }) },
+      },
+    },
+    async (req) => {
+      await getAccount(s.db, req.params.id);
+      return { data: await listAgents(s, req.params.id) };
+    },
+  );
+
+  app.get(
+    '/accounts/:id/agents/:agentId',
+    { schema: { summary: 'One AI agent', tags: ['Operator'], params: AgentParams, response: { 200: AgentView } } },
+    async (req) => getAgent(s, req.params.id, req.params.agentId),
+  );
+
+  app.patch(
+    '/accounts/:id/agents/:agentId',
+    {
+      schema: {
+        summary: 'Change an AI agent (version +1 when what it does changes; not for name or status alone)',
+        tags: ['Operator'],
+        params: AgentParams,
+        body: AgentPatch,
+        response: { 200: AgentView },
+      },
+    },
+    async (req) => updateAgent(s, req.params.id, req.params.agentId, req.body),
+  );
+
+  app.delete(
+    '/accounts/:id/agents/:agentId',
+    { schema: { summary: 'Delete an AI agent (the numbers it answered no longer name it)', tags: ['Operator'], params: AgentParams } },
+    async (req, reply) => {
+      await deleteAgent(s, req.params.id, req.params.agentId);
+      return reply.code(204).send();
+    },
+  );
+};
