@@ -1,8 +1,9 @@
 // Executions (docs/automations.md "Executions"): started by the API, the incoming webhook, an
 // operator's test or an inbound message (triggers.ts); read with their step log; cancelled by the
 // operator. At most one runs per conversation (a unique index): a second start answers 409.
+import { sql } from 'kysely';
 import { contactForSend } from '../contacts/service.js';
-import { conversationFor, setHandling } from '../conversations/service.js';
+import { conversationFor, setHandlingSql } from '../conversations/service.js';
 import type { Executor, Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
 import type { AccountRow, AutomationRow, ExecutionRow } from '../db/types.js';
@@ -36,7 +37,9 @@ export const START_WAIT_MS = 2_000;
 export async function insertExecution(
   trx: Trx,
   e: {
-    automation: Pick<AutomationRow, 'id' | 'name' | 'account_id' | 'steps'>;
+    automation: Pick<AutomationRow, 'id' | 'name' | 'account_id'>;
+    /** The flow's first step (null: an empty flow, which ends at once). */
+    firstStepId: string | null;
     conversationId: string;
     contactId: string;
     phoneNumberId: string | null;
@@ -46,32 +49,20 @@ export async function insertExecution(
   },
   now: Date,
 ): Promise<ExecutionRow | null> {
-  const first = (e.automation.steps as Step[])[0]?.id ?? null;
-  const row = await trx
-    .insertInto('automation_executions')
-    .values({
-      id: newId(),
-      account_id: e.automation.account_id,
-      automation_id: e.automation.id,
-      conversation_id: e.conversationId,
-      contact_id: e.contactId,
-      phone_number_id: e.phoneNumberId,
-      status: 'running',
-      variables: JSON.stringify(e.variables),
-      current_step_id: first,
-      state: 'ready',
-      test: e.test,
-      trigger: e.trigger,
-      run_at: now,
-      started_at: now,
-      updated_at: now,
-    })
-    .onConflict((oc) => oc.column('conversation_id').where('status', '=', 'running').doNothing())
-    .returningAll()
-    .executeTakeFirst();
-  if (!row) return null;
-  await setHandling(trx, e.conversationId, { type: 'automation', id: e.automation.id, name: e.automation.name, caseId: null });
-  return row;
+  // One statement: the execution (none when the conversation already runs one) and, only then,
+  // the conversation's handling.
+  const handling = setHandlingSql(e.conversationId, { type: 'automation', id: e.automation.id, name: e.automation.name, caseId: null });
+  const { rows } = await sql<ExecutionRow>`
+    WITH e AS (
+      INSERT INTO automation_executions (id, account_id, automation_id, conversation_id, contact_id, phone_number_id, status,
+        variables, current_step_id, state, test, trigger, run_at, started_at, updated_at)
+      VALUES (${newId()}, ${e.automation.account_id}, ${e.automation.id}, ${e.conversationId}, ${e.contactId}, ${e.phoneNumberId},
+        'running', ${JSON.stringify(e.variables)}::jsonb, ${e.firstStepId}, 'ready', ${e.test}, ${e.trigger}, ${now}, ${now}, ${now})
+      ON CONFLICT (conversation_id) WHERE status = 'running' DO NOTHING
+      RETURNING *),
+    h AS (${handling} AND EXISTS (SELECT 1 FROM e))
+    SELECT * FROM e`.execute(trx);
+  return rows[0] ?? null;
 }
 
 /**
@@ -94,6 +85,7 @@ export async function startExecution(s: Services, input: StartInput): Promise<Ex
       trx,
       {
         automation,
+        firstStepId: (automation.steps as Step[])[0]?.id ?? null,
         conversationId: conversation.id,
         contactId: contact.id,
         phoneNumberId: number.id,

@@ -35,19 +35,29 @@ export type InboundOutcome = { kind: 'input'; executionId: string; wake: boolean
  */
 export async function automationForInbound(trx: Trx, m: InboundForAutomations, now: Date): Promise<InboundOutcome> {
   // 1. A running execution takes the message as input. A parked `ask` is due at once; one a runner
-  //    holds finds `inputs_pending` when it parks (the row lock orders the two writes).
-  const running = await trx
-    .updateTable('automation_executions')
-    .set({
-      inputs_pending: sql`inputs_pending + 1`,
-      run_at: sql`CASE WHEN claim IS NULL AND state = 'asked' THEN ${now}::timestamptz ELSE run_at END`,
-      updated_at: now,
-    })
-    .where('conversation_id', '=', m.conversation.id)
-    .where('status', '=', 'running')
-    .returning(['id', 'claim', 'state'])
-    .executeTakeFirst();
-  if (running) {
+  //    holds finds `inputs_pending` when it parks (the row lock orders the two writes). The same
+  //    statement reads the automations that could start when none runs (one round trip: this is
+  //    every inbound message's path).
+  const c = m.conversation;
+  const { rows } = await sql<{ id: string | null; claim: string | null; state: string | null; candidates: Candidate[] | null }>`
+    WITH running AS (
+      UPDATE automation_executions
+      SET inputs_pending = inputs_pending + 1,
+          run_at = CASE WHEN claim IS NULL AND state = 'asked' THEN ${now}::timestamptz ELSE run_at END,
+          updated_at = ${now}
+      WHERE conversation_id = ${c.id} AND status = 'running'
+      RETURNING id, claim, state)
+    SELECT r.id, r.claim, r.state, NULL::jsonb AS candidates FROM running r
+    UNION ALL
+    SELECT NULL, NULL, NULL, COALESCE(jsonb_agg(jsonb_build_object(
+        'id', a.id, 'name', a.name, 'account_id', a.account_id, 'trigger', a.trigger,
+        'phone_number_id', a.phone_number_id, 'first_step_id', a.steps->0->>'id')
+        ORDER BY a.created_at, a.id), '[]'::jsonb)
+    FROM automations a
+    WHERE NOT EXISTS (SELECT 1 FROM running) AND a.account_id = ${m.accountId} AND a.status = 'active'
+      AND a.deleted_at IS NULL AND a.trigger->>'type' IN ('keyword', 'first_message')`.execute(trx);
+  const running = rows.find((r) => r.id !== null);
+  if (running?.id) {
     await trx
       .insertInto('automation_inputs')
       .values({ execution_id: running.id, message_id: m.messageId, text: m.text, created_at: now })
@@ -56,20 +66,10 @@ export async function automationForInbound(trx: Trx, m: InboundForAutomations, n
   }
   if (m.optOut) return null;
   // 2. The team took over this conversation's case: no automation answers (until the case closes).
-  const c = m.conversation;
   if (c.handling_type === 'team' && (c.handling_case_id === null || c.handling_case_id === m.openCaseId)) return null;
   if (c.handling_type === 'agent') return null;
 
-  const candidates = await trx
-    .selectFrom('automations')
-    .select(['id', 'name', 'account_id', 'steps', 'trigger', 'phone_number_id'])
-    .where('account_id', '=', m.accountId)
-    .where('status', '=', 'active')
-    .where('deleted_at', 'is', null)
-    .where(sql<boolean>`trigger->>'type' IN ('keyword', 'first_message')`)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  const candidates = rows.find((r) => r.candidates !== null)?.candidates ?? [];
   const listening = candidates.filter((a) => listensOn(a, m.number));
   if (listening.length === 0) return null;
 
@@ -86,6 +86,7 @@ export async function automationForInbound(trx: Trx, m: InboundForAutomations, n
     trx,
     {
       automation: chosen,
+      firstStepId: chosen.first_step_id,
       conversationId: c.id,
       contactId: m.contactId,
       phoneNumberId: c.phone_number_id,
@@ -96,6 +97,16 @@ export async function automationForInbound(trx: Trx, m: InboundForAutomations, n
     now,
   );
   return row ? { kind: 'started', executionId: row.id } : null;
+}
+
+/** An active keyword or first_message automation, as the inbound statement reads it. */
+interface Candidate {
+  id: string;
+  name: string;
+  account_id: string;
+  trigger: Trigger;
+  phone_number_id: string | null;
+  first_step_id: string | null;
 }
 
 /** An automation listens on its number, or (phoneNumberId null) on the account's default number. */

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import type { Trx } from '../db/index.js';
 import type { CaseRow } from '../db/types.js';
 import { newId } from '../lib/ids.js';
-import { emitCaseEvent } from './service.js';
+import { emitCaseEvent, emitCaseEvents } from './service.js';
 
 export interface OpenCaseInput {
   accountId: string;
@@ -86,22 +86,26 @@ export async function openCaseForInbound(trx: Trx, input: OpenCaseInput, open: C
     await emitCaseEvent(trx, 'case.closed', open.id, now);
   }
 
+  // The default pipeline and its first `open` stage, in one read.
   const pipeline = await trx
     .selectFrom('pipelines')
-    .select(['id', 'inactivity_hours'])
-    .where('account_id', '=', input.accountId)
-    .where('is_default', '=', true)
-    .executeTakeFirst();
-  const stage = pipeline
-    ? await trx
+    .select((eb) => [
+      'pipelines.id',
+      'pipelines.inactivity_hours',
+      eb
         .selectFrom('stages')
-        .select('id')
-        .where('pipeline_id', '=', pipeline.id)
-        .where('kind', '=', 'open')
-        .orderBy('position')
-        .orderBy('id')
-        .executeTakeFirst()
-    : undefined;
+        .select('stages.id')
+        .whereRef('stages.pipeline_id', '=', 'pipelines.id')
+        .where('stages.kind', '=', 'open')
+        .orderBy('stages.position')
+        .orderBy('stages.id')
+        .limit(1)
+        .as('stage_id'),
+    ])
+    .where('pipelines.account_id', '=', input.accountId)
+    .where('pipelines.is_default', '=', true)
+    .executeTakeFirst();
+  const stage = pipeline?.stage_id ? { id: pipeline.stage_id } : undefined;
 
   let ad = referral;
   if (!ad) {
@@ -139,7 +143,7 @@ export async function openCaseForInbound(trx: Trx, input: OpenCaseInput, open: C
       updated_at: now,
     })
     .execute();
-  await emitCaseEvent(trx, 'case.opened', id, now);
-  if (stage) await emitCaseEvent(trx, 'case.stage_changed', id, now);
+  // Entering a pipeline is a stage change too (api.md §3): both events show the same new case.
+  await emitCaseEvents(trx, stage ? ['case.opened', 'case.stage_changed'] : ['case.opened'], id, now);
   return id;
 }

@@ -12,10 +12,15 @@ import { type CaseJoined, type CaseView, caseEventData, casesQuery, caseView, lo
 export type CaseEventKind = Extract<EventKind, `case.${string}`>;
 
 /** Writes one case.* event with the whole case as it is now in `trx`. */
-export async function emitCaseEvent(trx: Executor, kind: CaseEventKind, caseId: string, now: Date): Promise<CaseJoined> {
+export const emitCaseEvent = (trx: Executor, kind: CaseEventKind, caseId: string, now: Date): Promise<CaseJoined> =>
+  emitCaseEvents(trx, [kind], caseId, now);
+
+/** Writes case.* events, in order, of one state of the case (read once). */
+export async function emitCaseEvents(trx: Executor, kinds: CaseEventKind[], caseId: string, now: Date): Promise<CaseJoined> {
   const row = await loadCase(trx, caseId);
   if (!row) throw new Error(`case ${caseId} vanished inside its transaction`);
-  await emitEvent(trx, { accountId: row.account_id, kind, data: caseEventData(row) }, now);
+  const data = caseEventData(row);
+  for (const kind of kinds) await emitEvent(trx, { accountId: row.account_id, kind, data }, now);
   return row;
 }
 
@@ -143,8 +148,7 @@ export async function moveToStage(
     ...(closes ? { status: 'closed', closed_at: now, close_reason: 'stage', closed_by: null } : {}),
   };
   await trx.updateTable('cases').set(set).where('id', '=', c.id).execute();
-  const row = await emitCaseEvent(trx, 'case.stage_changed', c.id, now);
-  return closes ? emitCaseEvent(trx, 'case.closed', c.id, now) : row;
+  return emitCaseEvents(trx, closes ? ['case.stage_changed', 'case.closed'] : ['case.stage_changed'], c.id, now);
 }
 
 /** A person closes the case (operator API): closeReason `manual`; already closed → 409. */

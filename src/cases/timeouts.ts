@@ -4,7 +4,7 @@
 // re-checked under the lock, so a customer message arriving meanwhile wins.
 import { sql } from 'kysely';
 import type { Services } from '../services.js';
-import { emitCaseEvent } from './service.js';
+import { emitCaseEvent, emitCaseEvents } from './service.js';
 
 const BATCH = 200;
 
@@ -45,10 +45,7 @@ async function staleBatch(s: Services): Promise<number> {
       FROM due
       WHERE c.id = due.id
       RETURNING c.id, due.was_open`.execute(trx);
-    for (const r of rows) {
-      await emitCaseEvent(trx, 'case.stage_changed', r.id, now);
-      if (r.was_open) await emitCaseEvent(trx, 'case.closed', r.id, now);
-    }
+    for (const r of rows) await emitCaseEvents(trx, r.was_open ? ['case.stage_changed', 'case.closed'] : ['case.stage_changed'], r.id, now);
     return rows.length;
   });
   if (n > 0) s.dispatcher.wake();

@@ -73,17 +73,17 @@ export type Handling = {
 
 /** Sets (or clears) the conversation's handling; the caller holds the conversation's lock. */
 export async function setHandling(trx: Executor, conversationId: string, handling: Handling): Promise<void> {
-  await trx
-    .updateTable('conversations')
-    .set({
-      handling_type: handling?.type ?? null,
-      handling_id: handling?.id ?? null,
-      handling_name: handling?.name ?? null,
-      handling_case_id: handling?.caseId ?? null,
-    })
-    .where('id', '=', conversationId)
-    .execute();
+  await setHandlingSql(conversationId, handling).execute(trx);
 }
+
+/**
+ * The statement of setHandling, for a caller that composes it into its own (a WITH clause):
+ * starting an execution sets the handling in the statement that inserts it.
+ */
+export const setHandlingSql = (conversationId: string, handling: Handling) => sql`
+  UPDATE conversations SET handling_type = ${handling?.type ?? null}, handling_id = ${handling?.id ?? null},
+    handling_name = ${handling?.name ?? null}, handling_case_id = ${handling?.caseId ?? null}::uuid
+  WHERE id = ${conversationId}`;
 
 /** A team's handling set when no case was open lasts while this case (the first to open) stays open. */
 export async function teamTakesCase(trx: Executor, conversationId: string, caseId: string): Promise<void> {
