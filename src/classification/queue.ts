@@ -71,7 +71,7 @@ async function claim(s: Services, limit: number): Promise<Claimed[]> {
 
 const dropRow = (trx: Trx | Services['db'], id: string) => trx.deleteFrom('case_classifications').where('id', '=', id).execute();
 
-/** The texts of the case's first `nth` inbound messages (reactions and media without caption left out). */
+/** The texts of the case's first `nth` inbound messages, oldest first (reactions and media without caption left out). */
 async function caseTexts(s: Services, c: { conversation_id: string; created_at: Date }, row: Claimed): Promise<string[]> {
   const upTo = s.db.selectFrom('messages').select('created_at').where('id', '=', row.message_id);
   const rows = await s.db
@@ -82,11 +82,15 @@ async function caseTexts(s: Services, c: { conversation_id: string; created_at: 
     .where('type', '<>', 'reaction')
     .where('created_at', '>=', c.created_at)
     .where('created_at', '<=', upTo)
-    .orderBy('created_at')
-    .orderBy('id')
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
     .limit(row.nth)
     .execute();
-  return rows.map((m) => m.text).filter((t): t is string => t !== null && t !== '');
+  // The case's messages are the last `nth` up to the queued one (the case counted them).
+  return rows
+    .reverse()
+    .map((m) => m.text)
+    .filter((t): t is string => t !== null && t !== '');
 }
 
 /** The verdict: the model when there is one (a ModelError falls back to the keyword rules), else the keywords. */
