@@ -184,8 +184,12 @@ async function pass(s: Services): Promise<number> {
 /** This process's pass in progress (started by a wake or the job), per service container. */
 const running = new WeakMap<Services, { p: Promise<number>; again: boolean }>();
 
+/** Service containers shutting down: no new pass starts. */
+const stopped = new WeakSet<Services>();
+
 /** After an inbound commit that queued a row: classify now instead of at the next tick. */
 export function wakeClassifier(s: Services): void {
+  if (stopped.has(s)) return;
   const cur = running.get(s);
   if (cur) {
     cur.again = true;
@@ -219,4 +223,10 @@ export async function runClassifications(s: Services): Promise<number> {
     n += await pass(s);
     if (!running.get(s)) return n;
   }
+}
+
+/** Shutdown (runtime.ts, before the database closes): no new wake; waits for the pass in progress. */
+export async function stopClassifier(s: Services): Promise<void> {
+  stopped.add(s);
+  await running.get(s)?.p;
 }
