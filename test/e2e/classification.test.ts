@@ -1,7 +1,8 @@
 // Classification and score of cases (spec agents.md "Classification and score of cases";
 // decisions.md reasonStatus / scoreBucket; docs/classification.md; operator.md "Reasons").
 // The model path uses a stand-in LlmClient set on the services (no model server needed).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { stopClassifier } from '../../src/classification/queue.js';
 import type { ChatMessage, LlmClient } from '../../src/llm/types.js';
 import { ModelError } from '../../src/llm/types.js';
 import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
@@ -446,4 +447,60 @@ describe('with a model (a stand-in LlmClient on the services): "one call with a 
     const ev = await classified(acc, c.id);
     expect(ev.map((e) => e.data.reasonSource)).toEqual(['person']);
   });
+});
+
+describe('across processes (PostgreSQL): one classification at a time per case', () => {
+  it.skipIf(!inject('databaseUrl'))(
+    "a process does not classify a case's 2nd message while another classifies its 1st (the oldest row of a case is claimed first)",
+    async () => {
+      const two = await startTestApp({ sameDataAs: app, clock: app.clock });
+      try {
+        const acc = await app.createAccount();
+        const reclamo = await reason(acc, RECLAMO);
+        let release!: () => void;
+        let started!: () => void;
+        const gate = new Promise<void>((r) => (release = r));
+        const inCall = new Promise<void>((r) => (started = r));
+        const seen: string[] = [];
+        app.rt.services.llm = {
+          defaultModel: 'stand-in',
+          chat: async () => ({ text: null, toolCalls: [] }),
+          json: async <T>(input: { messages: ChatMessage[]; schema: { parse(v: unknown): T } }) => {
+            seen.push(input.messages[1].content);
+            started();
+            await gate;
+            return input.schema.parse({ reasonId: null, subreasonId: null, confidence: 0, answers: [] });
+          },
+        };
+        const from = freshPhone();
+        // The first message is classified by this process (its wake), held in the model call.
+        const first = await app.inbound({ accountId: acc.id, from, text: 'Hola' });
+        await inCall;
+        // The second arrives through the other process, whose classifier looks at once: it must skip it.
+        const second = await two.inbound({ accountId: acc.id, from, text: 'Tengo un reclamo' });
+        expect(second.status).toBe(201);
+        await stopClassifier(two.rt.services);
+        const rows = await app.rt.services.db
+          .selectFrom('case_classifications')
+          .innerJoin('cases', 'cases.id', 'case_classifications.case_id')
+          .select(['nth', 'attempts'])
+          .where('cases.conversation_id', '=', first.body.conversationId)
+          .orderBy('nth')
+          .execute();
+        expect(rows).toEqual([
+          { nth: 1, attempts: 1 },
+          { nth: 2, attempts: 0 },
+        ]);
+        app.rt.services.llm = null;
+        release();
+        await runJob();
+        const c = await caseOf(acc, first.body.conversationId);
+        expect(c).toMatchObject({ reasonId: reclamo.id, reasonStatus: 'set' });
+        expect(seen).toEqual(['Mensaje 1: Hola']);
+      } finally {
+        app.rt.services.llm = null;
+        await two.close();
+      }
+    },
+  );
 });
