@@ -124,7 +124,8 @@ async function classifyRow(s: Services, row: Claimed): Promise<number> {
     return 0;
   }
   const catalogue = await listReasonRows(s.db, c.account_id);
-  const texts = await caseTexts(s, c, row);
+  // Without a catalogue there is nothing to choose: the third message only ends it as `none`.
+  const texts = catalogue.length > 0 ? await caseTexts(s, c, row) : [];
   let verdict = await decide(s, catalogue, texts);
   if (rescoring) {
     // The reason stays; only its score follows the messages (keyword answers unless the model
