@@ -13,6 +13,7 @@ import { AutomationRunner } from './automations/runner.js';
 import { CloudProvider } from './channel/cloud/provider.js';
 import { Channels } from './channel/registry.js';
 import { SandboxProvider } from './channel/sandbox/provider.js';
+import { stopClassifier } from './classification/queue.js';
 import type { Config } from './config.js';
 import { type OpenDb, openDatabase } from './db/index.js';
 import { migrate } from './db/migrate.js';
@@ -166,6 +167,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
         clearInterval(sweep);
       }
       await scheduler.stop();
+      await stopClassifier(services);
       await automations.stop();
       await dispatcher.stop();
       await channels.close();

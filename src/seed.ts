@@ -6,6 +6,7 @@ import { createAccount } from './accounts/service.js';
 import { type AutomationInput, insertAutomation } from './automations/service.js';
 import { createPipeline } from './cases/pipelines.js';
 import { insertPhoneNumber } from './channel/phone-numbers.js';
+import { insertReason, type ReasonInput } from './classification/reasons.js';
 import type { Db } from './db/index.js';
 import { createKey } from './keys/service.js';
 import { createTemplate, type NewTemplate } from './templates/service.js';
@@ -67,6 +68,18 @@ export const DEMO_AUTOMATION: AutomationInput = {
   ],
 };
 
+/** The demo's reasons catalogue (docs/classification.md): what the keyword classifier picks from. */
+export const DEMO_REASONS: ReasonInput[] = [
+  {
+    name: 'Consulta de precio',
+    keywords: ['precio', 'cuanto', 'costo'],
+    subreasons: [],
+    scoring: { questions: [{ question: '¿Quiere comprar?', weight: 100, keywords: ['comprar', 'quiero', 'lo llevo'] }] },
+  },
+  { name: 'Envíos', keywords: ['envio', 'llega', 'demora'], subreasons: [], scoring: null },
+  { name: 'Reclamo', keywords: ['reclamo', 'problema', 'roto'], subreasons: [], scoring: null },
+];
+
 export interface DemoSeed {
   accountId: string;
   /** The API key, shown only at creation (stored as a hash). */
@@ -113,6 +126,8 @@ export async function seedDemoIfEmpty(db: Db, now: Date): Promise<DemoSeed | nul
     );
     // The same validation and insert as the operator API (automations/service.ts).
     const { id: automationId } = await insertAutomation(trx, account.id, DEMO_AUTOMATION, now);
+    // The same checks and insert as the operator API (classification/reasons.ts).
+    for (const r of DEMO_REASONS) await insertReason(trx, account.id, r, now);
     return { account, phoneNumberId: number.id, pipelineId: pipeline.id, automationId, templates };
   });
   if (!seeded) return null;

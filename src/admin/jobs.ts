@@ -9,7 +9,8 @@ export const jobAdminRoutes: RoutesFn = (app, s) => {
     '/jobs/:name/run',
     {
       schema: {
-        summary: 'Run a periodic job now: case-timeouts, campaigns, webhooks, idempotency-keys or sandbox-statuses',
+        summary:
+          'Run a periodic job now: automations, case-timeouts, campaigns, classification, webhooks, idempotency-keys or sandbox-statuses',
         description:
           'Waits for a run in progress, then runs once and answers how many rows it changed. One runner per job across processes.',
         tags: ['Operator'],

@@ -7,6 +7,7 @@ import { caseAdminRoutes } from '../cases/admin-routes.js';
 import { phoneNumberAdminRoutes } from '../channel/admin-routes.js';
 import { cloudAdminRoutes } from '../channel/cloud/admin-routes.js';
 import { sandboxAdminRoutes } from '../channel/sandbox/routes.js';
+import { reasonAdminRoutes } from '../classification/admin-routes.js';
 import { conversationAdminRoutes } from '../conversations/admin-routes.js';
 import type { RoutesFn } from '../http/schemas.js';
 import { templateAdminRoutes } from '../templates/admin-routes.js';
@@ -20,6 +21,7 @@ export const adminRoutes: RoutesFn = (app, s) => {
     templateAdminRoutes,
     webhookAdminRoutes,
     caseAdminRoutes,
+    reasonAdminRoutes,
     conversationAdminRoutes,
     campaignAdminRoutes,
     automationAdminRoutes,

@@ -48,7 +48,9 @@ export const openCaseOf = (trx: Trx, conversationId: string): Promise<{ id: stri
 /**
  * Inside the inbound transaction, with `open` from lockOpenCase: when the conversation has no
  * open case, opens one in the account's default pipeline's first `open` stage and emits
- * `case.opened`; otherwise updates the open case's lastInboundAt. Returns the case id.
+ * `case.opened`; otherwise updates the open case's lastInboundAt. Either way the message is
+ * counted in the case's `inbound_count` (classification runs after the first three: src/
+ * classification/queue.ts). Returns the case with its count and reason state.
  *
  * - The new case also emits `case.stage_changed` when it enters a pipeline stage (api.md §3:
  *   "enters a pipeline"). Without a default pipeline the case has stage null and only
@@ -59,7 +61,15 @@ export const openCaseOf = (trx: Trx, conversationId: string): Promise<{ id: stri
  * - `ad`: this message's referral (if the message is within 7 days), else the latest ad of the
  *   contact's earlier cases when that click is within 7 days of this message.
  */
-export async function openCaseForInbound(trx: Trx, input: OpenCaseInput, open: CaseRow | undefined, now: Date): Promise<string | null> {
+/** The case an inbound message counts in: its id, its inbound messages so far (this one included), its reason state. */
+export interface InboundCase {
+  id: string;
+  inboundCount: number;
+  reasonStatus: string;
+  reasonSource: string | null;
+}
+
+export async function openCaseForInbound(trx: Trx, input: OpenCaseInput, open: CaseRow | undefined, now: Date): Promise<InboundCase> {
   const at = input.at;
   const referral: StoredAd | null =
     input.referral && now.getTime() - at.getTime() <= AD_WINDOW_MS ? { ...input.referral, at: at.toISOString() } : null;
@@ -67,16 +77,18 @@ export async function openCaseForInbound(trx: Trx, input: OpenCaseInput, open: C
   if (open) {
     const deadline = open.last_inbound_at.getTime() + open.inactivity_hours * HOUR_MS;
     if (at.getTime() < deadline) {
-      await trx
+      const counted = await trx
         .updateTable('cases')
         .set({
           last_inbound_at: sql`GREATEST(last_inbound_at, ${at}::timestamptz)`,
           ...(referral && !open.ad ? { ad: JSON.stringify(referral) } : {}),
+          inbound_count: sql`inbound_count + 1`,
           updated_at: now,
         })
         .where('id', '=', open.id)
-        .execute();
-      return open.id;
+        .returning(['inbound_count', 'reason_status', 'reason_source'])
+        .executeTakeFirstOrThrow();
+      return { id: open.id, inboundCount: counted.inbound_count, reasonStatus: counted.reason_status, reasonSource: counted.reason_source };
     }
     await trx
       .updateTable('cases')
@@ -136,6 +148,7 @@ export async function openCaseForInbound(trx: Trx, input: OpenCaseInput, open: C
       opened_at: at,
       last_inbound_at: at,
       reason_status: 'pending',
+      inbound_count: 1,
       handled_by: 'none',
       inactivity_hours: pipeline?.inactivity_hours ?? 24,
       ad: ad ? JSON.stringify(ad) : null,
@@ -145,5 +158,5 @@ export async function openCaseForInbound(trx: Trx, input: OpenCaseInput, open: C
     .execute();
   // Entering a pipeline is a stage change too (api.md §3): both events show the same new case.
   await emitCaseEvents(trx, stage ? ['case.opened', 'case.stage_changed'] : ['case.opened'], id, now);
-  return id;
+  return { id, inboundCount: 1, reasonStatus: 'pending', reasonSource: null };
 }

@@ -235,3 +235,68 @@ export async function listPipelineCases(
   const data = (hasMore ? rows.slice(0, q.limit) : rows).map(caseView);
   return { data, hasMore, nextOffset: q.offset + data.length };
 }
+
+/** What the classifier decided for a case (src/classification/worker.ts). */
+export interface ClassifierResult {
+  /** The classification of the case's nth inbound message (1–3). */
+  nth: number;
+  reason: { id: string; name: string } | null;
+  subreason: { id: string; name: string } | null;
+  confidence: number;
+  /** The reason's scoring answers; score null when the reason has no (weighted) questions. */
+  score: number | null;
+  detail: { question: string; weight: number; probability: number }[];
+}
+
+/**
+ * The classifier's write (spec agents.md "Classification and score of cases"), in `trx` with
+ * the case locked: a person's reason (reasonSource `person`) is never touched. A pending case
+ * with a confidence ≥ 0.5 gets the reason (reasonSource `classifier`, status `set`) and its
+ * score; a pending case after its third message without one gets reasonStatus `none`. A case
+ * whose reason the classifier set keeps being scored after each of its first three messages
+ * (same reason only). `case.classified` when the reason is set or the score changes; returns
+ * whether it was emitted.
+ */
+export async function applyClassification(trx: Trx, caseId: string, r: ClassifierResult, now: Date): Promise<boolean> {
+  const c = await trx.selectFrom('cases').selectAll().where('id', '=', caseId).forUpdate().executeTakeFirst();
+  if (!c || c.reason_source === 'person') return false;
+  const scoring = {
+    score: r.score,
+    score_detail: r.detail.length > 0 ? JSON.stringify(r.detail) : null,
+  };
+  if (c.reason_status === 'pending') {
+    if (r.reason && r.confidence >= 0.5) {
+      await trx
+        .updateTable('cases')
+        .set({
+          reason_id: r.reason.id,
+          reason: r.reason.name,
+          subreason_id: r.subreason?.id ?? null,
+          subreason: r.subreason?.name ?? null,
+          reason_source: 'classifier',
+          reason_status: 'set',
+          reason_confidence: r.confidence,
+          reason_set_by: null,
+          reason_set_at: now,
+          ...scoring,
+          updated_at: now,
+        })
+        .where('id', '=', c.id)
+        .execute();
+      await emitCaseEvent(trx, 'case.classified', c.id, now);
+      return true;
+    }
+    if (r.nth >= 3) await trx.updateTable('cases').set({ reason_status: 'none', updated_at: now }).where('id', '=', c.id).execute();
+    return false;
+  }
+  if (c.reason_status !== 'set' || c.reason_source !== 'classifier' || !r.reason || r.reason.id !== c.reason_id) return false;
+  if (JSON.stringify(c.score_detail ?? null) === JSON.stringify(r.detail.length > 0 ? r.detail : null) && c.score === r.score) return false;
+  await trx
+    .updateTable('cases')
+    .set({ ...scoring, updated_at: now })
+    .where('id', '=', c.id)
+    .execute();
+  if (c.score === r.score) return false;
+  await emitCaseEvent(trx, 'case.classified', c.id, now);
+  return true;
+}

@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { automationForInbound } from '../automations/triggers.js';
 import { lockOpenCase, openCaseForInbound, stillOpenAt } from '../cases/open.js';
+import { queueClassification, wakeClassifier } from '../classification/queue.js';
 import { isOptOutPhrase } from '../contacts/opt-out.js';
 import { contactForInbound, contactView, fillProfileName, markOptedOut } from '../contacts/service.js';
 import type { Trx } from '../db/index.js';
@@ -60,6 +61,8 @@ interface Stored {
   result: InboundResult;
   contactCreated: boolean;
   wakeAutomations: boolean;
+  /** A case classification was queued: classify now rather than at the next tick. */
+  wakeClassifier: boolean;
 }
 
 /** Thrown inside the transaction when a concurrent delivery of the same message won: roll back. */
@@ -211,22 +214,26 @@ async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<Stored> {
     await emitEvent(trx, { accountId: input.accountId, kind: 'contact.opted_out', data }, now);
   }
 
+  let classify = false;
   if (!silent) {
     const at = input.timestamp;
     const referral = input.referral ? { referral: input.referral } : {};
-    const caseId = await openCaseForInbound(
+    const inCase = await openCaseForInbound(
       trx,
       { accountId: input.accountId, conversationId: conversation.id, contactId: contact.id, at, ...referral },
       openCase,
       now,
     );
     // The team took the conversation over when no case was open: the first case that opens is theirs.
-    if (caseId && conv.handling_type === 'team' && conv.handling_case_id === null) await teamTakesCase(trx, conversation.id, caseId);
+    if (conv.handling_type === 'team' && conv.handling_case_id === null) await teamTakesCase(trx, conversation.id, inCase.id);
+    // The case's first three messages are classified (src/classification/queue.ts).
+    classify = await queueClassification(trx, inCase, message.id, now);
   }
   return {
     result: { messageId: message.id, contactId: contact.id, conversationId: conversation.id, duplicate: false },
     contactCreated: found.created,
     wakeAutomations: automation !== null && (automation.kind === 'started' || automation.wake),
+    wakeClassifier: classify,
   };
 }
 
@@ -261,6 +268,7 @@ export async function receiveInbound(s: Services, input: InboundInput): Promise<
   }
   s.dispatcher.wake();
   if (stored.wakeAutomations) s.automations.wake();
+  if (stored.wakeClassifier) wakeClassifier(s);
   // GET /me counts the account's contacts; nothing else it shows moves with a message.
   if (stored.contactCreated) s.accountViews.changed(input.accountId);
   return stored.result;

@@ -60,7 +60,14 @@ export const catalogue = {
   delivery_not_found: { status: 404, text: 'No existe esa entrega de webhook.' },
   job_not_found: {
     status: 404,
-    text: 'No existe esa tarea. Las tareas son automations, case-timeouts, campaigns, webhooks, idempotency-keys y sandbox-statuses.',
+    text: 'No existe esa tarea. Las tareas son automations, case-timeouts, campaigns, classification, webhooks, idempotency-keys y sandbox-statuses.',
+  },
+  // The reasons catalogue (src/classification)
+  reason_not_found: { status: 404, text: 'No encontramos ese motivo en la cuenta. Revisá el id.' },
+  reason_name_taken: { status: 409, text: (p) => `Ya hay un motivo llamado "${p.name}" en la cuenta. Elegí otro nombre o editá ese.` },
+  reason_subreason_unknown: {
+    status: 400,
+    text: 'Ese id no es de un submotivo de este motivo (o está repetido). Sacalo para crear uno nuevo.',
   },
   // Automations: executions, the public and operator routes, the incoming webhook (src/automations)
   automation_not_found: { status: 404, text: 'No encontramos esa automatización en tu cuenta. Revisá el id.' },

@@ -3,6 +3,7 @@
 import { runCampaigns } from '../campaigns/sender.js';
 import { runCaseTimeouts } from '../cases/timeouts.js';
 import { applyDueSandboxReports } from '../channel/sandbox/provider.js';
+import { runClassifications } from '../classification/queue.js';
 import { purgeIdempotencyKeys } from '../http/idempotency.js';
 import { purgeEarlyStatuses } from '../messages/status.js';
 import { webhooksJob } from '../webhooks/job.js';
@@ -22,6 +23,9 @@ export const jobs: Record<string, Job> = {
       return runCaseTimeouts(s);
     },
   },
+  // Classifies cases after their first three inbound messages (classification/queue.ts); the
+  // inbound path also wakes it in-process after its commit. `changed` counts the rows done.
+  classification: { everyMs: 250, run: runClassifications },
   // Starts due campaigns, sends a paced batch, completes finished ones (campaigns/sender.ts).
   campaigns: { everyMs: 2_000, run: runCampaigns },
   // Deletes Idempotency-Key rows past their 24 hours (http/idempotency.ts).
