@@ -22,9 +22,6 @@ export interface ScoreLine {
   probability: number;
 }
 
-/** A confidence at or above this sets the reason. */
-export const CONFIDENCE_MIN = 0.5;
-
 /** How many distinct keywords occur in the normalised text as whole words ("" keywords never). */
 export function keywordHits(keywords: string[], said: string): number {
   if (said === '') return 0;
