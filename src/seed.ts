@@ -68,7 +68,7 @@ export const DEMO_AUTOMATION: AutomationInput = {
   ],
 };
 
-/** The demo's reasons catalogue (docs/classification.md): what the keyword classifier picks from. */
+/** The demo's reasons catalogue (docs/agents.md "Classification and score of cases"): what the keyword classifier picks from. */
 export const DEMO_REASONS: ReasonInput[] = [
   {
     name: 'Consulta de precio',

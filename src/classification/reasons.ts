@@ -1,4 +1,4 @@
-// The reasons catalogue (docs/classification.md; spec agents.md "Classification and score of
+// The reasons catalogue (docs/agents.md "Classification and score of cases"; spec agents.md "Classification and score of
 // cases"): the account's reasons why customers write, their sub-reasons and scoring questions.
 // The operator's CRUD; the demo seed inserts through insertReason inside its own transaction.
 import { sql } from 'kysely';
@@ -12,7 +12,10 @@ import { Timestamp, Uuid } from '../http/schemas.js';
 import { isUuid, newId } from '../lib/ids.js';
 import type { Services } from '../services.js';
 
-const Keywords = z.array(z.string().trim().min(1).max(100)).max(50).describe('Matched normalised, as whole words (docs/classification.md)');
+const Keywords = z
+  .array(z.string().trim().min(1).max(100))
+  .max(50)
+  .describe('Matched normalised, as whole words (docs/agents.md "Classification and score of cases")');
 const SubreasonInput = z.strictObject({
   id: Uuid.optional().describe('Kept on update (an id of this reason); generated when absent'),
   name: z.string().trim().min(1).max(120),
