@@ -1,5 +1,6 @@
 // Case transitions (api.md §3 "Case"): outcome, stage changes, manual close, reason by a person.
 // Each change and its case.* event are written in one transaction (outbox).
+import { sql } from 'kysely';
 import { v5 as uuidv5 } from 'uuid';
 import type { Executor, Trx } from '../db/index.js';
 import type { By, CaseRow, CaseUpdate } from '../db/types.js';
@@ -249,6 +250,13 @@ export interface ClassifierResult {
 }
 
 /**
+ * A pending case whose classified messages found no reason: reasonStatus `none` (no event). A
+ * statement the classification queue also composes into its own (an account without a catalogue).
+ */
+export const noReasonSql = (caseId: string, now: Date) =>
+  sql`UPDATE cases SET reason_status = 'none', updated_at = ${now} WHERE id = ${caseId} AND reason_status = 'pending'`;
+
+/**
  * The classifier's write (spec agents.md "Classification and score of cases"), in `trx` with
  * the case locked: a person's reason (reasonSource `person`) is never touched. A pending case
  * with a confidence ≥ 0.5 gets the reason (reasonSource `classifier`, status `set`) and its
@@ -286,7 +294,7 @@ export async function applyClassification(trx: Trx, caseId: string, r: Classifie
       await emitCaseEvent(trx, 'case.classified', c.id, now);
       return true;
     }
-    if (r.nth >= 3) await trx.updateTable('cases').set({ reason_status: 'none', updated_at: now }).where('id', '=', c.id).execute();
+    if (r.nth >= 3) await noReasonSql(c.id, now).execute(trx);
     return false;
   }
   if (c.reason_status !== 'set' || c.reason_source !== 'classifier' || !r.reason || r.reason.id !== c.reason_id) return false;

@@ -7,7 +7,7 @@
 import { sql } from 'kysely';
 import { normalizeText } from '../automations/text.js';
 import type { InboundCase } from '../cases/open.js';
-import { applyClassification } from '../cases/service.js';
+import { applyClassification, noReasonSql } from '../cases/service.js';
 import type { Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
 import type { ReasonRow } from '../db/types.js';
@@ -32,15 +32,22 @@ const BATCH = 16;
  * still pending (or was set by the classifier: its score follows the next messages). Nothing to
  * do after the third: no statement. Returns whether a row was queued (wake the worker after commit).
  */
-export async function queueClassification(trx: Trx, c: InboundCase, messageId: string, now: Date): Promise<boolean> {
+export async function queueClassification(trx: Trx, accountId: string, c: InboundCase, messageId: string, now: Date): Promise<boolean> {
   if (c.inboundCount > CLASSIFIED_MESSAGES) return false;
   const classify = c.reasonStatus === 'pending' || (c.reasonStatus === 'set' && c.reasonSource === 'classifier');
   if (!classify) return false;
-  await trx
-    .insertInto('case_classifications')
-    .values({ id: newId(), case_id: c.id, message_id: messageId, nth: c.inboundCount, run_at: now, created_at: now })
-    .execute();
-  return true;
+  // One statement: an account without a catalogue has nothing to classify — nothing is queued,
+  // and its case's third message sets reasonStatus `none` right here.
+  const last = c.inboundCount === CLASSIFIED_MESSAGES;
+  const { rows } = await sql<{ queued: boolean }>`
+    WITH catalogue AS (
+      SELECT EXISTS (SELECT 1 FROM reasons WHERE account_id = ${accountId} AND deleted_at IS NULL) AS yes),
+    q AS (
+      INSERT INTO case_classifications (id, case_id, message_id, nth, run_at, created_at)
+      SELECT ${newId()}, ${c.id}, ${messageId}, ${c.inboundCount}, ${now}, ${now} FROM catalogue WHERE yes),
+    n AS (${noReasonSql(c.id, now)} AND ${last} AND NOT (SELECT yes FROM catalogue))
+    SELECT yes AS queued FROM catalogue`.execute(trx);
+  return rows[0]?.queued ?? false;
 }
 
 interface Claimed {

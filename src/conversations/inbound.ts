@@ -227,7 +227,7 @@ async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<Stored> {
     // The team took the conversation over when no case was open: the first case that opens is theirs.
     if (conv.handling_type === 'team' && conv.handling_case_id === null) await teamTakesCase(trx, conversation.id, inCase.id);
     // The case's first three messages are classified (src/classification/queue.ts).
-    classify = await queueClassification(trx, inCase, message.id, now);
+    classify = await queueClassification(trx, input.accountId, inCase, message.id, now);
   }
   return {
     result: { messageId: message.id, contactId: contact.id, conversationId: conversation.id, duplicate: false },

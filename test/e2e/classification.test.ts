@@ -259,11 +259,14 @@ describe('keyword rules (no model): "the reason whose keywords match most, confi
     const c = await writes(acc, from, 'Gracias');
     expect(c).toMatchObject({ reasonStatus: 'none', reason: null, reasonSource: null, reasonConfidence: null });
     expect(await classified(acc, c.id)).toHaveLength(0);
-    // An account without a catalogue ends the same way.
+    // An account without a catalogue ends the same way, with no classification queued at all
+    // (the inbound statement sets `none` on the third message itself).
     const bare = await app.createAccount();
     const p = freshPhone();
     for (const t of ['uno', 'dos']) expect((await writes(bare, p, t)).reasonStatus).toBe('pending');
-    expect((await writes(bare, p, 'tres')).reasonStatus).toBe('none');
+    const last = await writes(bare, p, 'tres');
+    expect(last.reasonStatus).toBe('none');
+    expect(await queued(last.id)).toBe(0);
   });
 
   it('"A person\'s reason (operator API) always wins and is never overwritten by the classifier"', async () => {
