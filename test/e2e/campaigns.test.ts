@@ -207,8 +207,11 @@ describe('creating and sending a campaign (operator.md; api.md ยง3 "(sending) โ
     const acc = await app.createAccount();
     const t = await template(acc);
     await contact(acc, phone(), { z: '1' });
-    const res = await createCampaign(acc, { name: 'Rota', templateId: t.id, audience: { attributes: { z: '1' } } });
+    // Scheduled a minute ahead, so no background run can send before the template goes.
+    const scheduledAt = new Date(app.clock.now().getTime() + 60_000).toISOString();
+    const res = await createCampaign(acc, { name: 'Rota', templateId: t.id, audience: { attributes: { z: '1' } }, scheduledAt });
     expect((await app.admin('DELETE', `/accounts/${acc.id}/templates/${t.id}`)).status).toBe(204);
+    app.clock.advance(61_000);
     await runCampaigns();
     const c = (await acc.call('GET', `/campaigns/${res.body.id}`)).body;
     expect(c).toMatchObject({ status: 'failed', sent: 0 });
