@@ -4,9 +4,10 @@
 //
 // Steps without an outbound effect (condition, set_attribute, wait, stage, handoff, end) are one
 // transaction each: the step's own rows, the execution's new position, the step log and the
-// month's step count commit together. A `send`, `ask` or `http` step is two: the first records
-// the step as started (`effect_step`) and counts it, then the message or request goes out, then
-// the second records its end. A claim that finds `effect_step` set (a crash in between) fails the
+// month's step count commit together. A `send`, `ask` or `http` step is recorded as started
+// (`effect_step`, counted) before the message or request goes out — a message's start commits in
+// the send's own transaction, with the message — and its end is written with the execution's next
+// transaction (finishLater). A claim that finds `effect_step` set (a crash in between) fails the
 // execution "interrumpida" instead of repeating the effect.
 //
 // Row locks, in the order of docs/architecture.md: the step's contact / conversation / case, then
