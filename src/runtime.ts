@@ -67,6 +67,12 @@ function resolveAdminToken(config: Config): { token: string; generated: boolean 
   }
 }
 
+/** This process's own base URL (without PUBLIC_URL): a wildcard host is reached on loopback. */
+function ownUrl(host: string, port: number): string {
+  const h = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host;
+  return `http://${h}:${port}`;
+}
+
 export async function startRuntime(config: Config, opts: RuntimeOptions = {}): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
   const log = pino(
@@ -106,6 +112,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     channels,
     dispatcher: { wake() {}, runOnce: async () => 0 },
     automations: { wake() {}, runOnce: async () => 0, drive: async () => {} },
+    publicUrl: config.PUBLIC_URL ?? ownUrl(config.HOST, config.PORT),
     llm: createLlmClient(config, log),
     adminToken: admin.token,
   };
@@ -144,7 +151,10 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     demo,
     adminTokenGenerated: admin.generated,
     async listen() {
-      return app.listen({ port: config.PORT, host: config.HOST });
+      const address = await app.listen({ port: config.PORT, host: config.HOST });
+      const port = app.server.address();
+      if (!config.PUBLIC_URL && port && typeof port === 'object') services.publicUrl = ownUrl(config.HOST, port.port);
+      return address;
     },
     async close() {
       if (closed) return;

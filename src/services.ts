@@ -40,6 +40,11 @@ export interface Services {
   channels: ChannelRegistry;
   dispatcher: Dispatcher;
   automations: AutomationWorker;
+  /**
+   * Where clients reach this service (incoming webhook URLs): PUBLIC_URL, else this process's own
+   * address once it listens (http://HOST:PORT, the port the system chose when PORT is 0).
+   */
+  publicUrl: string;
   /** The language model (LLM_BASE_URL); null when none is configured (docs/agents.md). */
   llm: LlmClient | null;
   /** Operator bearer token (ADMIN_TOKEN, or generated and kept in DATA_DIR). */

@@ -23,10 +23,7 @@ export interface AutomationInput {
 
 export type AutomationPatch = Partial<AutomationInput>;
 
-/** The base of incoming webhook URLs. */
-export const publicBaseUrl = (s: Services): string => s.config.PUBLIC_URL ?? `http://${s.config.HOST}:${s.config.PORT}`;
-
-const view = (s: Services, a: AutomationRow): AutomationView => automationView(a, publicBaseUrl(s));
+const view = (s: Services, a: AutomationRow): AutomationView => automationView(a, s.publicUrl);
 
 /** 32 random bytes, base64url: 43 characters (the spec asks for 32 or more). */
 const newToken = (): string => randomBytes(32).toString('base64url');

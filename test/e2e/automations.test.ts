@@ -93,3 +93,23 @@ describe('usage of an account without a step quota', () => {
     expect(rows.map((x) => Number(x.count))).toEqual([3]);
   });
 });
+
+describe('the incoming webhook URL', () => {
+  it('"webhookUrl (shown in full to the operator)": without PUBLIC_URL it is this server\'s own address, and a POST to it starts the flow (202)', async () => {
+    const r = await app.admin('POST', `/accounts/${acct.id}/automations`, {
+      name: 'Desde el CRM',
+      status: 'active',
+      trigger: { type: 'webhook' },
+      steps: [{ id: 'e', type: 'end' }],
+    });
+    expect(r.status).toBe(201);
+    expect(r.body.webhookUrl.startsWith(`${app.url}/hooks/automations/`)).toBe(true);
+    const res = await fetch(r.body.webhookUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ phone: freshPhone(), pedido: '1234' }),
+    });
+    expect(res.status).toBe(202);
+    expect(await res.json()).toEqual({ executionId: expect.any(String) });
+  });
+});
