@@ -4,8 +4,23 @@ import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { AgentCreate, AgentPatch, AgentView } from './schemas.js';
 import { createAgent, deleteAgent, getAgent, listAgents, updateAgent } from './service.js';
+import { runTestTurn } from './test-turn.js';
 
 const AgentParams = z.object({ id: Uuid, agentId: Uuid });
+
+const TestTurnBody = z.strictObject({
+  text: z.string().min(1).max(4096).describe("The customer's message (1–4,096 characters)"),
+  conversationId: Uuid.optional().describe('A test conversation to continue (its testConversationId); absent: a new one'),
+});
+const TestTurnAnswer = z
+  .object({
+    replies: z.array(z.string()).describe('What the agent would send, in order'),
+    toolCalls: z
+      .array(z.object({ name: z.string(), arguments: z.record(z.string(), z.unknown()) }))
+      .describe('The tool calls of the turn, as the model made them'),
+    testConversationId: Uuid.describe('Send it as conversationId to continue this test conversation'),
+  })
+  .describe('AgentTestTurn');
 
 export const agentAdminRoutes: RoutesFn = (app, s) => {
   app.post(
@@ -67,6 +82,23 @@ export const agentAdminRoutes: RoutesFn = (app, s) => {
     async (req, reply) => {
       await deleteAgent(s, req.params.id, req.params.agentId);
       return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/accounts/:id/agents/:agentId/test',
+    {
+      schema: {
+        summary: 'A test turn of an AI agent: runs the model, sends nothing, emits nothing',
+        tags: ['Operator'],
+        params: AgentParams,
+        body: TestTurnBody,
+        response: { 200: TestTurnAnswer },
+      },
+    },
+    async (req) => {
+      await getAccount(s.db, req.params.id);
+      return runTestTurn(s, req.params.id, req.params.agentId, req.body);
     },
   );
 };

@@ -434,6 +434,21 @@ export interface AgentsTable {
   deleted_at: Ts | null;
 }
 
+/** One turn of an agent's test conversation (operator POST …/agents/{agentId}/test). */
+export interface AgentTestTurn {
+  role: 'user' | 'assistant';
+  content: string;
+}
+
+export interface AgentTestConversationsTable {
+  id: string;
+  account_id: string;
+  agent_id: string;
+  messages: JsonDefault<AgentTestTurn[]>;
+  created_at: TsDefault;
+  updated_at: TsDefault;
+}
+
 export interface ReasonKeywords {
   id: string;
   name: string;
@@ -464,6 +479,7 @@ export interface CaseClassificationsTable {
 
 export interface Database {
   agents: AgentsTable;
+  agent_test_conversations: AgentTestConversationsTable;
   reasons: ReasonsTable;
   case_classifications: CaseClassificationsTable;
   automations: AutomationsTable;

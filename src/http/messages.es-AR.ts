@@ -99,7 +99,18 @@ export const catalogue = {
   agent_not_found: { status: 404, text: 'No encontramos ese agente de IA en tu cuenta. Revisá el id.' },
   agent_model_missing: {
     status: 409,
-    text: 'No hay un modelo de lenguaje configurado en este servidor, así que el agente no puede quedar activo. Configurá LLM_BASE_URL (y LLM_API_KEY y LLM_MODEL si tu proveedor los pide), reiniciá el servicio y volvé a activarlo. Mientras tanto podés guardarlo en pausa (status paused).',
+    text: (p) =>
+      p.test
+        ? 'No hay un modelo de lenguaje configurado en este servidor, así que el agente no puede responder la prueba. Configurá LLM_BASE_URL (y LLM_API_KEY y LLM_MODEL si tu proveedor los pide), reiniciá el servicio y probá de nuevo.'
+        : 'No hay un modelo de lenguaje configurado en este servidor, así que el agente no puede quedar activo. Configurá LLM_BASE_URL (y LLM_API_KEY y LLM_MODEL si tu proveedor los pide), reiniciá el servicio y volvé a activarlo. Mientras tanto podés guardarlo en pausa (status paused).',
+  },
+  agent_model_failed: {
+    status: 502,
+    text: 'El modelo de lenguaje no respondió después de tres intentos. Revisá que el servidor del modelo (LLM_BASE_URL) esté funcionando y que el modelo exista, y probá de nuevo.',
+  },
+  agent_test_conversation_not_found: {
+    status: 404,
+    text: 'No encontramos esa conversación de prueba para este agente. Revisá el conversationId o empezá una nueva sin él.',
   },
   agent_field_name: {
     status: 400,
