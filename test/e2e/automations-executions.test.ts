@@ -3,6 +3,7 @@
 // an event, test executions, the step log, automation.* events, the case's handledBy and the
 // public API. Real app on a real database, the sandbox number, the injected clock.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { automationsOf } from '../automations.js';
 import { type Receiver, startReceiver } from '../fakes/receiver.js';
 import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
@@ -19,46 +20,12 @@ afterAll(async () => {
 });
 
 const MINUTE = 60_000;
-/** Runs everything due now by the injected clock (POST /admin/v1/jobs/automations/run). */
-const runDue = async () => {
-  const r = await app.admin('POST', '/jobs/automations/run');
-  expect(r.status, JSON.stringify(r.body)).toBeLessThan(300);
-};
-
-async function flow(acct: TestAccount, body: Record<string, unknown>) {
-  const r = await app.admin('POST', `/accounts/${acct.id}/automations`, { status: 'active', ...body });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return r.body;
-}
-
-async function executions(acct: TestAccount, automationId: string): Promise<any[]> {
-  const r = await app.admin('GET', `/accounts/${acct.id}/automations/${automationId}/executions`);
-  expect(r.status).toBe(200);
-  return r.body.data;
-}
-
-async function execution(acct: TestAccount, automationId: string, id: string) {
-  const r = await app.admin('GET', `/accounts/${acct.id}/automations/${automationId}/executions/${id}`);
-  expect(r.status).toBe(200);
-  return r.body;
-}
-
-async function lastExecution(acct: TestAccount, automationId: string) {
-  const list = await executions(acct, automationId);
-  expect(list.length).toBeGreaterThan(0);
-  return execution(acct, automationId, list[0].id);
-}
+const { runDue, createFlow: flow, execution, executions, lastExecution, writes } = automationsOf(() => app);
 
 async function texts(acct: TestAccount, conversationId: string): Promise<string[]> {
   const r = await acct.call('GET', `/conversations/${conversationId}/messages`);
   expect(r.status).toBe(200);
   return r.body.data.map((m: any) => `${m.from}:${m.text}`);
-}
-
-async function writes(acct: TestAccount, from: string, text: string, extra: Record<string, unknown> = {}) {
-  const r = await app.inbound({ accountId: acct.id, from, text, ...extra });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return r.body as { conversationId: string; contactId: string };
 }
 
 const automationEvents = async (accountId: string) => (await app.events(accountId)).filter((e) => e.kind.startsWith('automation.'));

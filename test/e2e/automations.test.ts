@@ -1,5 +1,6 @@
 // Automations (docs/automations.md): flows run for real through the sandbox.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { automationsOf } from '../automations.js';
 import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 let app: TestApp;
@@ -11,23 +12,11 @@ beforeAll(async () => {
 });
 afterAll(() => app?.close());
 
-const runDue = () => app.admin('POST', '/jobs/automations/run');
-
-async function createFlow(body: Record<string, unknown>) {
-  const r = await app.admin('POST', `/accounts/${acct.id}/automations`, { status: 'active', ...body });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return r.body;
-}
-
-async function lastExecution(automationId: string) {
-  const list = await app.admin('GET', `/accounts/${acct.id}/automations/${automationId}/executions`);
-  const id = list.body.data[0].id;
-  return (await app.admin('GET', `/accounts/${acct.id}/automations/${automationId}/executions/${id}`)).body;
-}
+const { runDue, createFlow, lastExecution } = automationsOf(() => app);
 
 describe('keyword flow through the sandbox', () => {
   it('"hola" → ask with options → answer → send → handoff', async () => {
-    const a = await createFlow({
+    const a = await createFlow(acct, {
       name: 'Bienvenida',
       trigger: { type: 'keyword', keywords: ['hola'], match: 'contains' },
       steps: [
@@ -40,12 +29,12 @@ describe('keyword flow through the sandbox', () => {
     const r = await app.inbound({ accountId: acct.id, from, text: '¡Hola!' });
     expect(r.status).toBe(201);
     await runDue();
-    let e = await lastExecution(a.id);
+    let e = await lastExecution(acct, a.id);
     expect(e.status).toBe('running');
     expect(e.currentStepId).toBe('q');
     await app.inbound({ accountId: acct.id, from, text: '2' });
     await runDue();
-    e = await lastExecution(a.id);
+    e = await lastExecution(acct, a.id);
     expect(e.status, JSON.stringify(e)).toBe('handed_off');
     expect(e.variables).toMatchObject({ producto: 'Remeras', respuesta: 'Remeras' });
     const msgs = await acct.call('GET', `/conversations/${r.body.conversationId}/messages`);
