@@ -8,7 +8,6 @@
 // (as test/e2e/webhooks-kill.test.ts does). The state a crash leaves (a claim whose lease is still
 // held, an outbound effect started and not finished) is written to the database as the dead
 // process would have left it.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +19,7 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { startRuntime } from '../../src/runtime.js';
 import { type Receiver, startReceiver } from '../fakes/receiver.js';
 import { ADMIN_TOKEN, freshPhone, request, startTestApp, type TestAccount, type TestApp } from '../harness.js';
+import { spawnServer } from '../server-process.js';
 
 const onPostgres = !!process.env.DATABASE_URL;
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -277,37 +277,6 @@ describe('"a send or http step found started-but-unfinished after a crash fails 
   }, 60_000);
 });
 
-/** A real server process (src/cli/main.ts serve), as test/e2e/webhooks-kill.test.ts starts it. */
-function spawnServer(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
-    cwd: join(import.meta.dirname, '../..'),
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise((res) => child.once('exit', res));
-  cleanup.push(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await exited;
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${out} ${err}`)), 90_000);
-    child.stderr?.on('data', (c: Buffer) => {
-      err += c.toString();
-    });
-    child.stdout?.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /listening on (\S+)/.exec(out);
-      if (m?.[1]) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1].replace('localhost', '127.0.0.1') });
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`server exited ${code}: ${err}`)));
-  });
-}
-
 describe('a process killed (SIGKILL) in the middle of an http step', () => {
   it('the next process, once the dead claim lapses, fails the execution "interrumpida" and the request is not sent again', async () => {
     const r: Receiver = await startReceiver({ hang: true });
@@ -335,7 +304,7 @@ describe('a process killed (SIGKILL) in the middle of an http step', () => {
       ALLOW_PRIVATE_WEBHOOKS: 'on',
       REDIS_KEY_PREFIX: `chasqui-auto-kill-${process.pid}`,
     };
-    const first = await spawnServer(env);
+    const first = await spawnServer(env, (fn) => cleanup.push(fn));
     const admin = (method: string, path: string, body?: unknown) =>
       request(`${first.url}/admin/v1${path}`, method, body, { authorization: `Bearer ${ADMIN_TOKEN}` });
     const acc = (await admin('POST', '/accounts', { name: 'Kill', plan: 'escala' })).body;

@@ -1,7 +1,6 @@
 // Issue 4: "kill the process with deliveries pending (spawned child, SIGKILL), restart, and every
 // event arrives". A real server process is killed mid-delivery; the next process (its clock moved
 // past the lease) delivers every event, with the same webhook-id.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +11,7 @@ import { type Runtime, startRuntime } from '../../src/runtime.js';
 import { leaseMsFor } from '../../src/webhooks/dispatcher.js';
 import { type Receiver, startReceiver } from '../fakes/receiver.js';
 import { ADMIN_TOKEN, freshPhone, request, startTestApp } from '../harness.js';
+import { spawnServer } from '../server-process.js';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
@@ -23,36 +23,6 @@ function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'chasqui-kill-'));
   cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
   return dir;
-}
-
-function spawnServer(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
-    cwd: join(import.meta.dirname, '../..'),
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise((res) => child.once('exit', res));
-  cleanup.push(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await exited;
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${out} ${err}`)), 30_000);
-    child.stderr?.on('data', (c: Buffer) => {
-      err += c.toString();
-    });
-    child.stdout?.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /listening on (\S+)/.exec(out);
-      if (m?.[1]) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1].replace('localhost', '127.0.0.1') });
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`server exited ${code}: ${err}`)));
-  });
 }
 
 async function scenario(dbEnv: Record<string, string>) {
@@ -71,7 +41,7 @@ async function scenario(dbEnv: Record<string, string>) {
   };
   const r: Receiver = await startReceiver({ hang: true });
   cleanup.push(() => r.close());
-  const first = await spawnServer(env);
+  const first = await spawnServer(env, (fn) => cleanup.push(fn), 30_000);
   const admin = (base: string, method: string, path: string, body?: unknown) =>
     request(`${base}/admin/v1${path}`, method, body, { authorization: `Bearer ${ADMIN_TOKEN}` });
   const created = await admin(first.url, 'POST', '/accounts', { name: 'Kill', plan: 'escala' });
