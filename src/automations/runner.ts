@@ -3,7 +3,6 @@
 // its claim, and runs each until it waits, ends or the process stops (steps.ts). Woken in-process
 // when an execution is started or given input; polls for the rest (timers, other processes'
 // work, claims of a crashed process whose lease lapsed).
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Agent } from 'undici';
 import type { AccountRow, AutomationRow, ContactRow, ExecutionRow } from '../db/types.js';
@@ -89,14 +88,15 @@ export class AutomationRunner implements AutomationWorker {
       const [row] = await this.claim(1, executionId);
       if (row) running = this.run(row);
     }
-    // This process's poll may be claiming it right now: give its claim a moment to land.
-    for (let i = 0; !running && i < 20; i++) {
-      await sleep(5);
+    let t: NodeJS.Timeout | undefined;
+    const late = new Promise((r) => (t = setTimeout(r, maxMs)));
+    // This process's poll may hold it in a claim that has not reached inFlight yet (SKIP LOCKED hid
+    // it from ours): let that claim land, as runOnce does.
+    if (!running && this.pumping) {
+      await Promise.race([this.pumping, late]);
       running = this.inFlight.get(executionId);
     }
-    if (!running) return;
-    let t: NodeJS.Timeout | undefined;
-    await Promise.race([running, new Promise((r) => (t = setTimeout(r, maxMs)))]);
+    if (running) await Promise.race([running, late]);
     clearTimeout(t);
   }
 
