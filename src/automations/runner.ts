@@ -86,7 +86,8 @@ export class AutomationRunner implements AutomationWorker {
     let running = this.inFlight.get(executionId);
     if (!running) {
       const [row] = await this.claim(1, executionId);
-      if (row) running = this.run(row);
+      // Not claimed: this process's poll may have taken it meanwhile.
+      running = row ? this.run(row) : this.inFlight.get(executionId);
     }
     let t: NodeJS.Timeout | undefined;
     const late = new Promise((r) => (t = setTimeout(r, maxMs)));
