@@ -449,6 +449,84 @@ export interface AgentTestConversationsTable {
   updated_at: TsDefault;
 }
 
+/** One stretch of an agent in a conversation (migrations/0012; docs/agents.md "Stretches"). */
+export interface AgentStretchesTable {
+  id: string;
+  account_id: string;
+  agent_id: string;
+  agent_version: number;
+  conversation_id: string;
+  contact_id: string;
+  phone_number_id: string | null;
+  assigned_by: 'number' | 'automation';
+  execution_id: string | null;
+  test: Generated<boolean>;
+  status: Generated<'running' | 'ended'>;
+  ended_by: 'goal' | 'handoff' | 'idle' | null;
+  summary: string | null;
+  goal_data: Json<Record<string, string>> | null;
+  since: Ts;
+  answered_until: string | null;
+  pending: Generated<boolean>;
+  turns: Generated<number>;
+  last_activity_at: Ts;
+  run_at: Ts | null;
+  claim: string | null;
+  created_at: TsDefault;
+  updated_at: TsDefault;
+  ended_at: Ts | null;
+}
+
+/** What a turn decided (agents/prompt.ts interpretToolCalls, without the ignored calls). */
+export interface TurnDecision {
+  replies: string[];
+  goal: { data: Record<string, string>; summary: string } | null;
+  handoff: { reason: string; summary: string } | null;
+}
+
+export interface AgentTurnsTable {
+  id: string;
+  stretch_id: string;
+  n: number;
+  status: Generated<'calling' | 'decided' | 'done'>;
+  inbound_until: string;
+  tool_calls: Json<{ name: string; arguments: Record<string, unknown> }[]> | null;
+  outcome: Json<TurnDecision> | null;
+  replies_started: Generated<number>;
+  message_ids: JsonDefault<string[]>;
+  error: string | null;
+  started_at: Ts;
+  ended_at: Ts | null;
+}
+
+export interface ReviewCriterionResult {
+  name: string;
+  result: 'success' | 'failure' | 'unknown' | null;
+  score: number | null;
+}
+
+export interface AgentReviewsTable {
+  id: string;
+  account_id: string;
+  agent_id: string;
+  agent_version: number;
+  stretch_id: string;
+  conversation_id: string;
+  contact_id: string;
+  ended_by: 'goal' | 'handoff' | 'idle';
+  status: Generated<'pending' | 'done' | 'failed'>;
+  summary: string | null;
+  criteria: Json<ReviewCriterionResult[]> | null;
+  extracted: Json<Record<string, string | null>> | null;
+  error: string | null;
+  runs: Generated<number>;
+  run_at: Ts | null;
+  claim: string | null;
+  created_at: TsDefault;
+  updated_at: TsDefault;
+  reviewed_at: Ts | null;
+}
+
 export interface ReasonKeywords {
   id: string;
   name: string;
@@ -480,6 +558,9 @@ export interface CaseClassificationsTable {
 export interface Database {
   agents: AgentsTable;
   agent_test_conversations: AgentTestConversationsTable;
+  agent_stretches: AgentStretchesTable;
+  agent_turns: AgentTurnsTable;
+  agent_reviews: AgentReviewsTable;
   reasons: ReasonsTable;
   case_classifications: CaseClassificationsTable;
   automations: AutomationsTable;
@@ -528,6 +609,9 @@ export type ExecutionRow = Selectable<AutomationExecutionsTable>;
 export type StepLogRow = Selectable<AutomationStepsTable>;
 export type NoteRow = Selectable<ConversationNotesTable>;
 export type AgentRow = Selectable<AgentsTable>;
+export type StretchRow = Selectable<AgentStretchesTable>;
+export type TurnRow = Selectable<AgentTurnsTable>;
+export type ReviewRow = Selectable<AgentReviewsTable>;
 export type ReasonRow = Selectable<ReasonsTable>;
 export type NewMessage = Insertable<MessagesTable>;
 export type CaseUpdate = Updateable<CasesTable>;
