@@ -8,6 +8,7 @@ import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { type DestinationStream, pino } from 'pino';
 import { AccountViewCache } from './accounts/view-cache.js';
+import { stopReviews } from './agents/reviews.js';
 import { buildApp } from './app.js';
 import { AutomationRunner } from './automations/runner.js';
 import { CloudProvider } from './channel/cloud/provider.js';
@@ -178,6 +179,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       }
       await scheduler.stop();
       await stopClassifier(services);
+      await stopReviews(services);
       await automations.stop();
       await dispatcher.stop();
       await channels.close();

@@ -1,6 +1,7 @@
 // The operator API (/admin/v1): thin routes over the feature services, one file per area.
 import { accountAdminRoutes } from '../accounts/admin-routes.js';
 import { agentAdminRoutes } from '../agents/admin-routes.js';
+import { reviewAdminRoutes } from '../agents/review-routes.js';
 import { automationAdminRoutes } from '../automations/admin-routes.js';
 import { campaignAdminRoutes } from '../campaigns/admin-routes.js';
 import { caseAdminRoutes } from '../cases/admin-routes.js';
@@ -26,6 +27,7 @@ export const adminRoutes: RoutesFn = (app, s) => {
     campaignAdminRoutes,
     automationAdminRoutes,
     agentAdminRoutes,
+    reviewAdminRoutes,
     jobAdminRoutes,
     sandboxAdminRoutes,
     cloudAdminRoutes,

@@ -11,6 +11,7 @@ import { applyClassification, noReasonSql } from '../cases/service.js';
 import type { Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
 import type { ReasonRow } from '../db/types.js';
+import { wakeable } from '../jobs/wakeable.js';
 import { newId } from '../lib/ids.js';
 import { ModelError } from '../llm/types.js';
 import type { Services } from '../services.js';
@@ -189,52 +190,16 @@ async function pass(s: Services): Promise<number> {
   }
 }
 
-/** This process's pass in progress (started by a wake or the job), per service container. */
-const running = new WeakMap<Services, { p: Promise<number>; again: boolean }>();
-
-/** Service containers shutting down: no new pass starts. */
-const stopped = new WeakSet<Services>();
+const worker = wakeable('classification', pass);
 
 /** After an inbound commit that queued a row: classify now instead of at the next tick. */
-export function wakeClassifier(s: Services): void {
-  if (stopped.has(s)) return;
-  const cur = running.get(s);
-  if (cur) {
-    cur.again = true;
-    return;
-  }
-  const state = { p: Promise.resolve(0), again: false };
-  state.p = (async () => {
-    let n = 0;
-    do {
-      state.again = false;
-      n += await pass(s);
-    } while (state.again);
-    return n;
-  })()
-    .catch((err) => {
-      s.log.warn({ err: { message: (err as Error).message } }, 'classification: pass failed');
-      return 0;
-    })
-    .finally(() => running.delete(s));
-  running.set(s, state);
-}
+export const wakeClassifier = (s: Services): void => worker.wake(s);
 
 /**
  * The `classification` job: waits for this process's pass in progress (its rows are claimed, not
  * due), then classifies everything due now; returns the rows done (POST /admin/v1/jobs/classification/run).
  */
-export async function runClassifications(s: Services): Promise<number> {
-  let n = 0;
-  for (;;) {
-    for (let cur = running.get(s); cur; cur = running.get(s)) n += await cur.p;
-    n += await pass(s);
-    if (!running.get(s)) return n;
-  }
-}
+export const runClassifications = (s: Services): Promise<number> => worker.run(s);
 
 /** Shutdown (runtime.ts, before the database closes): no new wake; waits for the pass in progress. */
-export async function stopClassifier(s: Services): Promise<void> {
-  stopped.add(s);
-  await running.get(s)?.p;
-}
+export const stopClassifier = (s: Services): Promise<void> => worker.stop(s);

@@ -535,7 +535,9 @@ export function operatorCommands(program: Command): void {
   const jobs = program.command('jobs').description('operator: periodic jobs');
   jobs
     .command('run <name>')
-    .description('run a periodic job now: automations | case-timeouts | campaigns | webhooks | idempotency-keys | sandbox-statuses')
+    .description(
+      'run a periodic job now: automations | case-timeouts | campaigns | classification | agent-reviews | webhooks | idempotency-keys | sandbox-statuses',
+    )
     .action(function (this: Command, name: string) {
       return call(this, 'POST', `/jobs/${name}/run`);
     });

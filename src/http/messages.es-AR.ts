@@ -60,7 +60,7 @@ export const catalogue = {
   delivery_not_found: { status: 404, text: 'No existe esa entrega de webhook.' },
   job_not_found: {
     status: 404,
-    text: 'No existe esa tarea. Las tareas son automations, case-timeouts, campaigns, classification, webhooks, idempotency-keys y sandbox-statuses.',
+    text: 'No existe esa tarea. Las tareas son automations, case-timeouts, campaigns, classification, agent-reviews, webhooks, idempotency-keys y sandbox-statuses.',
   },
   // The reasons catalogue (src/classification)
   reason_not_found: { status: 404, text: 'No encontramos ese motivo en la cuenta. Revisá el id.' },
@@ -102,7 +102,9 @@ export const catalogue = {
     text: (p) =>
       p.test
         ? 'No hay un modelo de lenguaje configurado en este servidor, así que el agente no puede responder la prueba. Configurá LLM_BASE_URL (y LLM_API_KEY y LLM_MODEL si tu proveedor los pide), reiniciá el servicio y probá de nuevo.'
-        : 'No hay un modelo de lenguaje configurado en este servidor, así que el agente no puede quedar activo. Configurá LLM_BASE_URL (y LLM_API_KEY y LLM_MODEL si tu proveedor los pide), reiniciá el servicio y volvé a activarlo. Mientras tanto podés guardarlo en pausa (status paused).',
+        : p.review
+          ? 'No hay un modelo de lenguaje configurado en este servidor, así que no podemos revisar la conversación. Configurá LLM_BASE_URL (y LLM_API_KEY y LLM_MODEL si tu proveedor los pide), reiniciá el servicio y volvé a correr la revisión.'
+          : 'No hay un modelo de lenguaje configurado en este servidor, así que el agente no puede quedar activo. Configurá LLM_BASE_URL (y LLM_API_KEY y LLM_MODEL si tu proveedor los pide), reiniciá el servicio y volvé a activarlo. Mientras tanto podés guardarlo en pausa (status paused).',
   },
   agent_model_failed: {
     status: 502,
@@ -112,6 +114,7 @@ export const catalogue = {
     status: 404,
     text: 'No encontramos esa conversación de prueba para este agente. Revisá el conversationId o empezá una nueva sin él.',
   },
+  agent_review_not_found: { status: 404, text: 'No encontramos esa revisión para este agente. Revisá los ids.' },
   agent_field_name: {
     status: 400,
     text: 'El nombre del campo empieza con una letra o _ y sigue con letras sin acento, números o _ (hasta 64 caracteres).',
@@ -446,6 +449,14 @@ export const executionErrors = {
   agentsUnavailable: 'Los agentes de IA todavía no están disponibles: la conversación no se pudo pasar a un agente.',
   noPhone: 'El contacto no tiene teléfono: esta automatización solo puede escribirle por WhatsApp.',
   unexpected: 'Un error inesperado detuvo la ejecución. Revisá el registro de pasos y probá de nuevo.',
+};
+
+/** Why the review of an agent's stretch failed (the review's `error`; no event is emitted). */
+export const reviewErrors = {
+  modelFailed:
+    'El modelo de lenguaje no respondió después de tres intentos, así que la conversación no se revisó. Revisá que el servidor del modelo (LLM_BASE_URL) funcione y volvé a correr la revisión.',
+  modelMissing:
+    'No hay un modelo de lenguaje configurado en este servidor, así que la conversación no se revisó. Configurá LLM_BASE_URL, reiniciá el servicio y volvé a correr la revisión.',
 };
 
 /** Why an http step's request did not succeed (inside executionErrors.http and the step log). */

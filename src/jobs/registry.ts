@@ -1,5 +1,6 @@
 // Periodic jobs (operator.md: POST /admin/v1/jobs/{name}/run). Each returns how many rows it
 // changed. The scheduler runs them on their own period; one runner per cluster (advisory lock).
+import { runReviews } from '../agents/reviews.js';
 import { runCampaigns } from '../campaigns/sender.js';
 import { runCaseTimeouts } from '../cases/timeouts.js';
 import { applyDueSandboxReports } from '../channel/sandbox/provider.js';
@@ -26,6 +27,9 @@ export const jobs: Record<string, Job> = {
   // Classifies cases after their first three inbound messages (classification/queue.ts); the
   // inbound path also wakes it in-process after its commit. `changed` counts the rows done.
   classification: { everyMs: 250, run: runClassifications },
+  // Reviews the ended stretches of advanced agents (agents/reviews.ts); the stretch engine also
+  // wakes it in-process after the commit that queued one. `changed` counts the rows handled.
+  'agent-reviews': { everyMs: 1_000, run: runReviews },
   // Starts due campaigns, sends a paced batch, completes finished ones (campaigns/sender.ts).
   campaigns: { everyMs: 2_000, run: runCampaigns },
   // Deletes Idempotency-Key rows past their 24 hours (http/idempotency.ts).
