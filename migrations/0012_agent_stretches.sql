@@ -19,8 +19,12 @@ CREATE TABLE agent_stretches (
   ended_by         text,                              -- goal | handoff | idle
   summary          text,
   goal_data        jsonb,
-  -- The conversation's messages from here on are the stretch's (what each turn shows the model).
-  since            timestamptz NOT NULL,
+  -- The conversation's messages from this id on are the stretch's (what each turn shows the
+  -- model; UUIDv7: ids grow with time): the inbound message that started it, or the one that
+  -- started the automation whose `agent` step assigned it.
+  since_id         uuid NOT NULL,
+  -- The conversation's newest message when it ended (a review reads since_id … until_id).
+  until_id         uuid,
   -- The newest inbound message a finished turn answered (UUIDv7: ids grow with time).
   answered_until   uuid,
   -- Set by every inbound message; a claim clears it: a turn is due again when it is set on release.

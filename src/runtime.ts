@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { type DestinationStream, pino } from 'pino';
 import { AccountViewCache } from './accounts/view-cache.js';
 import { stopReviews } from './agents/reviews.js';
+import { AgentRunner } from './agents/runner.js';
 import { buildApp } from './app.js';
 import { AutomationRunner } from './automations/runner.js';
 import { CloudProvider } from './channel/cloud/provider.js';
@@ -113,6 +114,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     channels,
     dispatcher: { wake() {}, runOnce: async () => 0 },
     automations: { wake() {}, runOnce: async () => 0, drive: async () => {} },
+    agents: { wake() {}, runOnce: async () => 0 },
     publicUrl: config.PUBLIC_URL ?? ownUrl(config.HOST, config.PORT),
     llm: createLlmClient(config, log),
     adminToken: admin.token,
@@ -121,6 +123,8 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
   services.dispatcher = dispatcher;
   const automations = new AutomationRunner(services);
   services.automations = automations;
+  const agents = new AgentRunner(services);
+  services.agents = agents;
   channels.register(new SandboxProvider(services));
   channels.register(new CloudProvider(services));
 
@@ -137,6 +141,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
   if (opts.workers !== false) {
     dispatcher.start();
     automations.start();
+    agents.start();
     scheduler.start();
   }
 
@@ -181,6 +186,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       await stopClassifier(services);
       await stopReviews(services);
       await automations.stop();
+      await agents.stop();
       await dispatcher.stop();
       await channels.close();
       await services.usage.close();

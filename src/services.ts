@@ -26,6 +26,14 @@ export interface AutomationWorker {
   drive(executionId: string, maxMs: number): Promise<void>;
 }
 
+/** The agent runner of this process (agents/runner.ts). */
+export interface AgentWorker {
+  /** A stretch started or got a message: look now instead of at the next poll. */
+  wake(): void;
+  /** Runs every turn due now until none is; resolves with the steps taken. */
+  runOnce(): Promise<number>;
+}
+
 export interface Services {
   config: Config;
   db: Db;
@@ -40,6 +48,7 @@ export interface Services {
   channels: ChannelRegistry;
   dispatcher: Dispatcher;
   automations: AutomationWorker;
+  agents: AgentWorker;
   /**
    * Where clients reach this service (incoming webhook URLs): PUBLIC_URL, else this process's own
    * address once it listens (http://HOST:PORT, the port the system chose when PORT is 0).

@@ -4,6 +4,7 @@
 import { sql } from 'kysely';
 import type { AgentTestTurn } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
+import { agentTexts } from '../http/messages.es-AR.js';
 import { newId } from '../lib/ids.js';
 import { type ChatMessage, ModelError } from '../llm/types.js';
 import type { Services } from '../services.js';
@@ -15,9 +16,6 @@ export interface TestTurnAnswer {
   toolCalls: { name: string; arguments: Record<string, unknown> }[];
   testConversationId: string;
 }
-
-/** The reason a handoff phrase gives (no model asked). */
-export const PHRASE_HANDOFF_REASON = 'El cliente pidió hablar con una persona';
 
 async function earlierTurns(s: Services, accountId: string, agentId: string, id: string): Promise<AgentTestTurn[]> {
   const row = await s.db
@@ -66,7 +64,7 @@ export async function runTestTurn(
     const id = await saveTurns(s, accountId, agent.id, input.conversationId, [user]);
     return {
       replies: [],
-      toolCalls: [{ name: 'hand_off', arguments: { reason: PHRASE_HANDOFF_REASON, summary: null } }],
+      toolCalls: [{ name: 'hand_off', arguments: { reason: agentTexts.phraseHandoff, summary: null } }],
       testConversationId: id,
     };
   }

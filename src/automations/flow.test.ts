@@ -11,11 +11,10 @@ const STAGE = '0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3f';
 const AGENT = '0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d40';
 const OTHER = '11111111-1111-1111-1111-111111111111';
 
-/** Lookups of an account that owns TEMPLATE, STAGE and AGENT, with agents available unless told. */
+/** Lookups of an account that owns TEMPLATE, STAGE and AGENT. */
 const lookups = (over: Partial<FlowLookups> = {}): FlowLookups => ({
   templateOfAccount: async (id) => id === TEMPLATE,
   stageOfAccount: async (id) => id === STAGE,
-  agentsAvailable: true,
   agentOfAccount: async (id) => id === AGENT,
   ...over,
 });
@@ -215,14 +214,9 @@ describe('validateFlow problems (automations.md: "A flow is validated when saved
       { path: ['steps', 0, 'template', 'id'], message: textFor('flow_template_not_found') },
       { path: ['steps', 1, 'template', 'id'], message: textFor('flow_template_not_found') },
       { path: ['steps', 2, 'stageId'], message: textFor('flow_stage_not_found') },
-      { path: ['steps', 3, 'agentId'], message: textFor('flow_agent_not_found') },
+      { path: ['steps', 3, 'agentId'], message: textFor('agent_ref_not_found') },
     ]);
     expect(asked).toEqual([OTHER]);
-  });
-
-  it('an agent step while AI agents are not available is a problem, whatever the agent', async () => {
-    const problems = await problemsOf([{ id: 'g', type: 'agent', agentId: AGENT }], keyword, lookups({ agentsAvailable: false }));
-    expect(problems).toEqual([{ path: ['steps', 0, 'type'], message: textFor('flow_agents_unavailable') }]);
   });
 
   it('a matches regex longer than 100 characters, that does not compile, or that is unsafe', async () => {
@@ -286,7 +280,7 @@ describe('validateFlow problems (automations.md: "A flow is validated when saved
         { id: 'z', type: 'magia' },
       ],
       { type: 'keyword', keywords: ['ok'], match: 'casi' },
-      lookups({ agentsAvailable: false }),
+      lookups({ agentOfAccount: async () => false }),
     );
     expect(problems.map((p) => p.path.join('.'))).toEqual([
       'trigger.match',
@@ -296,7 +290,7 @@ describe('validateFlow problems (automations.md: "A flow is validated when saved
       'steps.2.id',
       'steps.4.then',
       'steps.0.template.id',
-      'steps.5.type',
+      'steps.5.agentId',
       'steps.3',
     ]);
   });

@@ -338,9 +338,8 @@ function cyclesWithoutPause(shapes: readonly Shape[]): number[][] {
 export interface FlowLookups {
   templateOfAccount(id: string): Promise<boolean>;
   stageOfAccount(id: string): Promise<boolean>;
-  /** Whether this server runs AI agents at all (agents.md). */
-  agentsAvailable: boolean;
-  agentOfAccount?(id: string): Promise<boolean>;
+  /** An agent of the account, not deleted (its status is checked when the step runs). */
+  agentOfAccount(id: string): Promise<boolean>;
 }
 
 export type FlowValidation = { ok: true; trigger: Trigger; steps: Step[] } | { ok: false; problems: ValidationProblem[] };
@@ -461,7 +460,7 @@ export async function validateFlow(input: { trigger: unknown; steps: unknown }, 
   // The account's own records, each id asked once.
   const templateOk = cached((id) => lookups.templateOfAccount(id));
   const stageOk = cached((id) => lookups.stageOfAccount(id));
-  const agentOk = cached((id) => (lookups.agentOfAccount ? lookups.agentOfAccount(id) : Promise.resolve(true)));
+  const agentOk = cached((id) => lookups.agentOfAccount(id));
   for (const [i, { parsed }] of parsedSteps.entries()) {
     const step = parsed as Step | null;
     if (step === null) continue;
@@ -469,9 +468,8 @@ export async function validateFlow(input: { trigger: unknown; steps: unknown }, 
       problems.push({ path: ['steps', i, 'template', 'id'], message: textFor('flow_template_not_found') });
     } else if (step.type === 'stage' && !(await stageOk(step.stageId))) {
       problems.push({ path: ['steps', i, 'stageId'], message: textFor('flow_stage_not_found') });
-    } else if (step.type === 'agent') {
-      if (!lookups.agentsAvailable) problems.push({ path: ['steps', i, 'type'], message: textFor('flow_agents_unavailable') });
-      else if (!(await agentOk(step.agentId))) problems.push({ path: ['steps', i, 'agentId'], message: textFor('flow_agent_not_found') });
+    } else if (step.type === 'agent' && !(await agentOk(step.agentId))) {
+      problems.push({ path: ['steps', i, 'agentId'], message: textFor('agent_ref_not_found') });
     }
   }
 

@@ -57,7 +57,15 @@ async function checkFlow(
           .where('pipelines.account_id', '=', accountId)
           .where('stages.id', '=', id)
           .executeTakeFirst()),
-      agentsAvailable: false,
+      agentOfAccount: async (id) =>
+        isUuid(id) &&
+        !!(await db
+          .selectFrom('agents')
+          .select('id')
+          .where('account_id', '=', accountId)
+          .where('id', '=', id)
+          .where('deleted_at', 'is', null)
+          .executeTakeFirst()),
     },
   );
   if (!result.ok) problems.push(...result.problems);

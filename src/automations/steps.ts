@@ -14,13 +14,14 @@
 // the execution row, then the month's automation counter, then events.
 import { sql, type Updateable } from 'kysely';
 import type { Agent } from 'undici';
+import { startStretch } from '../agents/stretches.js';
 import { lockOpenCase, openCaseOf } from '../cases/open.js';
 import { moveToStage } from '../cases/service.js';
 import { setContactAttribute } from '../contacts/service.js';
 import { addNote, clearHandling, setHandling } from '../conversations/service.js';
 import type { Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
-import type { AccountRow, AutomationExecutionsTable, AutomationRow, ContactRow, ExecutionRow } from '../db/types.js';
+import type { AccountRow, AgentRow, AutomationExecutionsTable, AutomationRow, ContactRow, ExecutionRow } from '../db/types.js';
 import { ApiError, ValidationError } from '../http/errors.js';
 import { executionErrors } from '../http/messages.es-AR.js';
 import { newId } from '../lib/ids.js';
@@ -244,8 +245,46 @@ async function runStep(c: Ctx, step: Step, now: Date): Promise<'go' | 'rest'> {
     case 'end':
       return end(c, { status: 'completed', log: { step, outcome: 'ok' } });
     case 'agent':
-      return end(c, { status: 'failed', error: executionErrors.agentsUnavailable, log: { step, outcome: 'failed' } });
+      return handToAgent(c, step);
   }
+}
+
+/**
+ * An `agent` step: the execution completes and the agent's stretch starts in the same transaction
+ * (docs/agents.md "Stretches"); a deleted or paused agent fails the execution.
+ */
+async function handToAgent(c: Ctx, step: StepOf<'agent'>): Promise<'rest'> {
+  const agent = await c.s.db
+    .selectFrom('agents')
+    .select(['id', 'name', 'version', 'status', 'deleted_at'])
+    .where('id', '=', step.agentId)
+    .where('account_id', '=', c.account.id)
+    .executeTakeFirst();
+  if (!agent || agent.deleted_at) return end(c, { status: 'failed', error: executionErrors.agentGone, log: { step, outcome: 'failed' } });
+  if (agent.status !== 'active') return end(c, { status: 'failed', error: executionErrors.agentPaused, log: { step, outcome: 'failed' } });
+  // The stretch's messages start with the one that started the execution (inserted just before
+  // it), or with the execution itself when it was started otherwise (the API, a webhook).
+  const trigger = c.row.trigger === 'keyword' || c.row.trigger === 'first_message';
+  const first = trigger
+    ? await c.s.db
+        .selectFrom('messages')
+        .select('id')
+        .where('conversation_id', '=', c.row.conversation_id)
+        .where('direction', '=', 'inbound')
+        .where('id', '<', c.row.id)
+        .orderBy('id', 'desc')
+        .limit(1)
+        .executeTakeFirst()
+    : undefined;
+  let outcome = 'ok';
+  await end(c, {
+    status: 'completed',
+    log: { step, outcome: () => outcome },
+    agent: { ...agent, sinceId: first?.id ?? c.row.id },
+    agentBusy: () => (outcome = 'agent_busy'),
+  });
+  c.s.agents.wake();
+  return 'rest';
 }
 
 /** The Spanish text of a refusal (a send, an attribute, a stage): what the execution fails with. */
@@ -644,6 +683,10 @@ interface Ending {
   finishLog?: { id: string; outcome: string; detail: Record<string, unknown> | null } | undefined;
   /** A handoff's note for the team. */
   note?: string | null;
+  /** An `agent` step: this agent's stretch starts as the execution completes. */
+  agent?: Pick<AgentRow, 'id' | 'name' | 'version'> & { sinceId: string };
+  /** Called when another stretch already runs in the conversation (the agent step's outcome). */
+  agentBusy?: () => void;
 }
 
 /**
@@ -663,6 +706,24 @@ async function end(c: Ctx, e: Ending): Promise<'rest'> {
       if (e.note) await addNote(trx, { accountId: c.account.id, conversationId, caseId: open?.id ?? null, text: e.note, by }, now);
     } else {
       await clearHandling(trx, conversationId, 'automation');
+      if (e.agent) {
+        const started = await startStretch(
+          trx,
+          {
+            accountId: c.account.id,
+            agent: e.agent,
+            conversationId,
+            contactId: c.row.contact_id,
+            phoneNumberId: c.row.phone_number_id,
+            assignedBy: 'automation',
+            executionId: c.row.id,
+            test: c.row.test,
+            sinceId: e.agent.sinceId,
+          },
+          now,
+        );
+        if (!started) e.agentBusy?.();
+      }
     }
     const row = await updateExecution(trx, c, {
       status: e.status,

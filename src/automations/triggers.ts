@@ -1,11 +1,14 @@
-// What an inbound message means for automations, decided inside the inbound transaction
-// (docs/automations.md "Triggers"): while the conversation has a running execution the message
-// is that execution's input and never a trigger; otherwise, unless the team is handling the
-// conversation, the oldest active keyword automation whose keywords match starts, else a
-// first_message automation for a contact's first message.
+// What an inbound message means for automations and AI agents, decided inside the inbound
+// transaction (docs/automations.md "Triggers", docs/agents.md "Stretches"): while the
+// conversation has a running execution the message is that execution's input and never a
+// trigger; while an agent's stretch runs it is the agent's to answer; otherwise, unless the team
+// is handling the conversation, the oldest active keyword automation whose keywords match starts,
+// else a first_message automation for a contact's first message, else the receiving number's
+// agent (when active) starts a stretch.
 import { sql } from 'kysely';
+import { startStretch } from '../agents/stretches.js';
 import type { Trx } from '../db/index.js';
-import type { AutomationRow, ConversationRow, PhoneNumberRow } from '../db/types.js';
+import type { AgentRow, AutomationRow, ConversationRow, PhoneNumberRow } from '../db/types.js';
 import { insertExecution } from './executions.js';
 import type { Trigger } from './flow.js';
 import { keywordMatches } from './text.js';
@@ -27,7 +30,12 @@ export interface InboundForAutomations {
   optOut: boolean;
 }
 
-export type InboundOutcome = { kind: 'input'; executionId: string; wake: boolean } | { kind: 'started'; executionId: string } | null;
+export type InboundOutcome =
+  | { kind: 'input'; executionId: string; wake: boolean }
+  | { kind: 'started'; executionId: string }
+  /** The agent's stretch has a message to answer (a new stretch, or one at rest). */
+  | { kind: 'agent'; stretchId: string; wake: boolean }
+  | null;
 
 /**
  * Called after the message is stored and before the events (docs/architecture.md "Lock order":
@@ -38,25 +46,49 @@ export async function automationForInbound(trx: Trx, m: InboundForAutomations, n
   //    holds finds `inputs_pending` when it parks (the row lock orders the two writes). The same
   //    statement reads the automations that could start when none runs (one round trip: this is
   //    every inbound message's path).
+  //    A running stretch gets the message the same way: `pending` tells a runner holding it that
+  //    a message came in; at rest it is due at once.
   const c = m.conversation;
-  const { rows } = await sql<{ id: string | null; claim: string | null; state: string | null; candidates: Candidate[] | null }>`
+  const numberAgent = m.number?.agent_id ?? null;
+  const { rows } = await sql<{
+    kind: 'execution' | 'stretch' | 'candidates' | 'agent';
+    id: string | null;
+    claim: string | null;
+    state: string | null;
+    data: unknown;
+  }>`
     WITH running AS (
       UPDATE automation_executions
       SET inputs_pending = inputs_pending + 1,
           run_at = CASE WHEN claim IS NULL AND state = 'asked' THEN ${now}::timestamptz ELSE run_at END,
           updated_at = ${now}
       WHERE conversation_id = ${c.id} AND status = 'running'
-      RETURNING id, claim, state)
-    SELECT r.id, r.claim, r.state, NULL::jsonb AS candidates FROM running r
+      RETURNING id, claim, state),
+    stretch AS (
+      UPDATE agent_stretches
+      SET pending = true, last_activity_at = ${now},
+          run_at = CASE WHEN claim IS NULL THEN ${now}::timestamptz ELSE run_at END,
+          updated_at = ${now}
+      WHERE conversation_id = ${c.id} AND status = 'running' AND NOT EXISTS (SELECT 1 FROM running)
+      RETURNING id, claim)
+    SELECT 'execution' AS kind, r.id, r.claim, r.state, NULL::jsonb AS data FROM running r
     UNION ALL
-    SELECT NULL, NULL, NULL, COALESCE(jsonb_agg(jsonb_build_object(
+    SELECT 'stretch', st.id, st.claim, NULL, NULL FROM stretch st
+    UNION ALL
+    SELECT 'candidates', NULL, NULL, NULL, COALESCE(jsonb_agg(jsonb_build_object(
         'id', a.id, 'name', a.name, 'account_id', a.account_id, 'trigger', a.trigger,
         'phone_number_id', a.phone_number_id, 'first_step_id', a.steps->0->>'id')
         ORDER BY a.created_at, a.id), '[]'::jsonb)
     FROM automations a
-    WHERE NOT EXISTS (SELECT 1 FROM running) AND a.account_id = ${m.accountId} AND a.status = 'active'
-      AND a.deleted_at IS NULL AND a.trigger->>'type' IN ('keyword', 'first_message')`.execute(trx);
-  const running = rows.find((r) => r.id !== null);
+    WHERE NOT EXISTS (SELECT 1 FROM running) AND NOT EXISTS (SELECT 1 FROM stretch)
+      AND a.account_id = ${m.accountId} AND a.status = 'active'
+      AND a.deleted_at IS NULL AND a.trigger->>'type' IN ('keyword', 'first_message')
+    UNION ALL
+    SELECT 'agent', ag.id, NULL, NULL, jsonb_build_object('id', ag.id, 'name', ag.name, 'version', ag.version)
+    FROM agents ag
+    WHERE ${numberAgent}::uuid IS NOT NULL AND ag.id = ${numberAgent}::uuid AND ag.status = 'active' AND ag.deleted_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM running) AND NOT EXISTS (SELECT 1 FROM stretch)`.execute(trx);
+  const running = rows.find((r) => r.kind === 'execution');
   if (running?.id) {
     await trx
       .insertInto('automation_inputs')
@@ -64,14 +96,33 @@ export async function automationForInbound(trx: Trx, m: InboundForAutomations, n
       .execute();
     return { kind: 'input', executionId: running.id, wake: running.claim === null && running.state === 'asked' };
   }
+  const stretch = rows.find((r) => r.kind === 'stretch');
+  if (stretch?.id) return { kind: 'agent', stretchId: stretch.id, wake: stretch.claim === null };
   if (m.optOut) return null;
-  // 2. The team took over this conversation's case: no automation answers (until the case closes).
+  // 2. The team took over this conversation's case: no automation or agent answers (until the case closes).
   if (c.handling_type === 'team' && (c.handling_case_id === null || c.handling_case_id === m.openCaseId)) return null;
-  if (c.handling_type === 'agent') return null;
 
-  const candidates = rows.find((r) => r.candidates !== null)?.candidates ?? [];
+  const candidates = (rows.find((r) => r.kind === 'candidates')?.data as Candidate[] | null) ?? [];
   const listening = candidates.filter((a) => listensOn(a, m.number));
-  if (listening.length === 0) return null;
+  const agent = rows.find((r) => r.kind === 'agent')?.data as Pick<AgentRow, 'id' | 'name' | 'version'> | undefined;
+  const byAgent = async (): Promise<InboundOutcome> => {
+    if (!agent) return null;
+    const stretchId = await startStretch(
+      trx,
+      {
+        accountId: m.accountId,
+        agent,
+        conversationId: c.id,
+        contactId: m.contactId,
+        phoneNumberId: c.phone_number_id,
+        assignedBy: 'number',
+        sinceId: m.messageId,
+      },
+      now,
+    );
+    return stretchId ? { kind: 'agent', stretchId, wake: true } : null;
+  };
+  if (listening.length === 0) return byAgent();
 
   let chosen = listening.find((a) => {
     const t = a.trigger as Trigger;
@@ -81,7 +132,7 @@ export async function automationForInbound(trx: Trx, m: InboundForAutomations, n
     const first = listening.find((a) => (a.trigger as Trigger).type === 'first_message');
     if (first && (m.contactCreated || (await isFirstInbound(trx, m.contactId, m.messageId)))) chosen = first;
   }
-  if (!chosen) return null;
+  if (!chosen) return byAgent();
   const row = await insertExecution(
     trx,
     {

@@ -25,11 +25,23 @@ export const answererOf = (source: 'automation' | 'agent' | 'team'): Answerer =>
   source === 'automation' ? 'automation' : source === 'agent' ? 'ai' : 'human';
 
 /**
- * Records that `who` answered in the open case (locked by the caller: lockOpenCase). No event: a
- * handledBy change is not one of api.md §6's case events.
+ * Records that `who` answered in the open case (locked by the caller: lockOpenCase). An AI agent's
+ * answer also names it on the case (agentId, agentName: agents.md "while an agent works the
+ * case"). No event: a handledBy change is not one of api.md §6's case events.
  */
-export async function recordAnswer(trx: Executor, open: CaseRow, who: Answerer, now: Date): Promise<void> {
+export async function recordAnswer(
+  trx: Executor,
+  open: CaseRow,
+  who: Answerer,
+  now: Date,
+  agent?: { id: string; name: string },
+): Promise<void> {
   const next = nextHandledBy(open.handled_by as HandledBy, who);
-  if (next === open.handled_by) return;
-  await trx.updateTable('cases').set({ handled_by: next, updated_at: now }).where('id', '=', open.id).execute();
+  const names = who === 'ai' && agent && (open.agent_id !== agent.id || open.agent_name !== agent.name);
+  if (next === open.handled_by && !names) return;
+  await trx
+    .updateTable('cases')
+    .set({ handled_by: next, ...(names ? { agent_id: agent.id, agent_name: agent.name } : {}), updated_at: now })
+    .where('id', '=', open.id)
+    .execute();
 }

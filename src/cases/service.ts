@@ -308,3 +308,40 @@ export async function applyClassification(trx: Trx, caseId: string, r: Classifie
   await emitCaseEvent(trx, 'case.classified', c.id, now);
   return true;
 }
+
+/** An AI agent's part in a case (agents.md "Effects"): who works it, shown as agentId / agentName. */
+interface AgentOfCase {
+  id: string;
+  name: string;
+}
+
+/**
+ * The agent handed the open case (locked by the caller) to the team: handedOffAt and the agent.
+ * No case event: api.md §6 lists none for it (agent.handed_off tells).
+ */
+export async function markHandedOff(trx: Trx, open: CaseRow, agent: AgentOfCase, now: Date): Promise<void> {
+  await trx
+    .updateTable('cases')
+    .set({ handed_off_at: now, agent_id: agent.id, agent_name: agent.name, updated_at: now })
+    .where('id', '=', open.id)
+    .execute();
+}
+
+/** The agent reached its goal: the open case (locked by the caller) gets goalAt and closes with `agent_goal` (case.closed). */
+export async function markAgentGoal(trx: Trx, open: CaseRow, agent: AgentOfCase, now: Date): Promise<void> {
+  await trx
+    .updateTable('cases')
+    .set({
+      goal_at: now,
+      agent_id: agent.id,
+      agent_name: agent.name,
+      status: 'closed',
+      closed_at: now,
+      close_reason: 'agent_goal',
+      closed_by: null,
+      updated_at: now,
+    })
+    .where('id', '=', open.id)
+    .execute();
+  await emitCaseEvent(trx, 'case.closed', open.id, now);
+}

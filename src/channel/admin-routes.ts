@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { PhoneNumberView } from '../accounts/schemas.js';
 import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
-import { createPhoneNumber, readPhoneNumbers, updatePhoneNumber } from './phone-numbers.js';
+import { createPhoneNumber, readOperatorNumbers, updatePhoneNumber } from './phone-numbers.js';
 
 const secret = z.string().trim().min(1).max(1000);
 
@@ -28,6 +28,13 @@ const CreateInput = z.strictObject({
 const PatchInput = z.strictObject({
   status: z.enum(['connected', 'disconnected']).optional(),
   default: z.boolean().optional().describe('true makes it the default number (the previous default stops being it)'),
+  agentId: Uuid.nullable()
+    .optional()
+    .describe('The AI agent that answers every conversation on this number without a running automation; null: none'),
+});
+
+const OperatorNumberView = PhoneNumberView.extend({
+  agentId: Uuid.nullable().describe('The AI agent that answers its conversations (null: none)'),
 });
 
 const NumberParams = z.object({ id: Uuid, pnId: Uuid });
@@ -41,7 +48,7 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
         tags: ['Operator'],
         params: IdParams,
         body: CreateInput,
-        response: { 201: PhoneNumberView },
+        response: { 201: OperatorNumberView },
       },
     },
     async (req, reply) => {
@@ -57,7 +64,7 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
     { schema: { summary: "The account's channel numbers", tags: ['Operator'], params: IdParams } },
     async (req) => {
       await getAccount(s.db, req.params.id);
-      return { data: await readPhoneNumbers(s.db, req.params.id) };
+      return { data: await readOperatorNumbers(s.db, req.params.id) };
     },
   );
 
@@ -65,11 +72,11 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/phone-numbers/:pnId',
     {
       schema: {
-        summary: 'Connect or disconnect a number, or make it the default',
+        summary: 'Connect or disconnect a number, make it the default, or assign its AI agent',
         tags: ['Operator'],
         params: NumberParams,
         body: PatchInput,
-        response: { 200: PhoneNumberView },
+        response: { 200: OperatorNumberView },
       },
     },
     async (req) => {

@@ -43,11 +43,23 @@ export interface NewPhoneNumber {
   cloud?: CloudCredentials | undefined;
 }
 
-/** The account's numbers, oldest first. */
+/** The operator's view adds the number's AI agent (docs/agents.md "Assigning an agent"). */
+export interface OperatorNumberView extends PhoneNumberView {
+  agentId: string | null;
+}
+
+export const operatorNumberView = (p: PhoneNumberRow): OperatorNumberView => ({ ...phoneNumberView(p), agentId: p.agent_id });
+
+const numbersOf = (db: Executor, accountId: string) =>
+  db.selectFrom('phone_numbers').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+
+/** The account's numbers, oldest first (GET /me). */
 export const readPhoneNumbers = async (db: Executor, accountId: string): Promise<PhoneNumberView[]> =>
-  (await db.selectFrom('phone_numbers').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute()).map(
-    phoneNumberView,
-  );
+  (await numbersOf(db, accountId)).map(phoneNumberView);
+
+/** The account's numbers as the operator sees them, oldest first. */
+export const readOperatorNumbers = async (db: Executor, accountId: string): Promise<OperatorNumberView[]> =>
+  (await numbersOf(db, accountId)).map(operatorNumberView);
 
 // One change at a time per account, so two first numbers cannot both become the default.
 const lockAccount = (trx: Executor, accountId: string) => sql`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`.execute(trx);
@@ -85,7 +97,7 @@ export const insertPhoneNumber = (
  * Connects a number to an existing account: the first one is the default, a Cloud API number
  * needs its credentials and a phoneNumberId no other number has.
  */
-export async function createPhoneNumber(s: Services, accountId: string, input: NewPhoneNumber): Promise<PhoneNumberView> {
+export async function createPhoneNumber(s: Services, accountId: string, input: NewPhoneNumber): Promise<OperatorNumberView> {
   const phone = canonicalPhone(input.phone);
   if (!phone.ok) throw invalid(['phone'], phone.message);
   const provider = input.provider ?? s.config.CHANNEL_PROVIDER;
@@ -115,20 +127,22 @@ export async function createPhoneNumber(s: Services, accountId: string, input: N
     );
   });
   s.accountViews.changed(accountId);
-  return phoneNumberView(row);
+  return operatorNumberView(row);
 }
 
 /**
- * Connects or disconnects a number, or makes it the default. An account with numbers always has
- * one default: it changes by making another number the default, never by unsetting it.
+ * Connects or disconnects a number, makes it the default, or names the AI agent that answers its
+ * conversations (`agentId`; null: none). An account with numbers always has one default: it
+ * changes by making another number the default, never by unsetting it. The agent must be the
+ * account's and not deleted; a paused one may be named (it answers once active).
  */
 export async function updatePhoneNumber(
   s: Services,
   accountId: string,
   id: string,
-  patch: { status?: 'connected' | 'disconnected' | undefined; default?: boolean | undefined },
-): Promise<PhoneNumberView> {
-  const { status, default: makeDefault } = patch;
+  patch: { status?: 'connected' | 'disconnected' | undefined; default?: boolean | undefined; agentId?: string | null | undefined },
+): Promise<OperatorNumberView> {
+  const { status, default: makeDefault, agentId } = patch;
   const row = await s.db.transaction().execute(async (trx): Promise<PhoneNumberRow> => {
     await lockAccount(trx, accountId);
     const cur = await trx
@@ -147,16 +161,30 @@ export async function updatePhoneNumber(
         .where('is_default', '=', true)
         .execute();
     }
-    if (status === undefined && makeDefault === undefined) return cur;
+    if (agentId) {
+      const agent = await trx
+        .selectFrom('agents')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where('id', '=', agentId)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      if (!agent) throw invalid(['agentId'], textFor('agent_ref_not_found'));
+    }
+    if (status === undefined && makeDefault === undefined && agentId === undefined) return cur;
     return trx
       .updateTable('phone_numbers')
-      .set({ ...(status !== undefined ? { status } : {}), ...(makeDefault !== undefined ? { is_default: makeDefault } : {}) })
+      .set({
+        ...(status !== undefined ? { status } : {}),
+        ...(makeDefault !== undefined ? { is_default: makeDefault } : {}),
+        ...(agentId !== undefined ? { agent_id: agentId } : {}),
+      })
       .where('id', '=', cur.id)
       .returningAll()
       .executeTakeFirstOrThrow();
   });
   s.accountViews.changed(accountId);
-  return phoneNumberView(row);
+  return operatorNumberView(row);
 }
 
 /** Whether some Cloud API number has this webhook verify token (the GET handshake). */

@@ -61,6 +61,8 @@ interface Stored {
   result: InboundResult;
   contactCreated: boolean;
   wakeAutomations: boolean;
+  /** An agent's stretch has a message to answer now. */
+  wakeAgents: boolean;
   /** A case classification was queued: classify now rather than at the next tick. */
   wakeClassifier: boolean;
 }
@@ -232,7 +234,8 @@ async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<Stored> {
   return {
     result: { messageId: message.id, contactId: contact.id, conversationId: conversation.id, duplicate: false },
     contactCreated: found.created,
-    wakeAutomations: automation !== null && (automation.kind === 'started' || automation.wake),
+    wakeAutomations: automation !== null && (automation.kind === 'started' || (automation.kind === 'input' && automation.wake)),
+    wakeAgents: automation?.kind === 'agent' && automation.wake,
     wakeClassifier: classify,
   };
 }
@@ -268,6 +271,7 @@ export async function receiveInbound(s: Services, input: InboundInput): Promise<
   }
   s.dispatcher.wake();
   if (stored.wakeAutomations) s.automations.wake();
+  if (stored.wakeAgents) s.agents.wake();
   if (stored.wakeClassifier) wakeClassifier(s);
   // GET /me counts the account's contacts; nothing else it shows moves with a message.
   if (stored.contactCreated) s.accountViews.changed(input.accountId);

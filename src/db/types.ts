@@ -465,7 +465,8 @@ export interface AgentStretchesTable {
   ended_by: 'goal' | 'handoff' | 'idle' | null;
   summary: string | null;
   goal_data: Json<Record<string, string>> | null;
-  since: Ts;
+  since_id: string;
+  until_id: string | null;
   answered_until: string | null;
   pending: Generated<boolean>;
   turns: Generated<number>;

@@ -338,11 +338,7 @@ export const catalogue = {
     text: 'No encontramos esa plantilla en la cuenta. Revisá el id en GET /templates.',
   },
   flow_stage_not_found: { status: 400, text: 'No encontramos esa etapa en los embudos de la cuenta. Revisá el id.' },
-  flow_agent_not_found: { status: 400, text: 'No encontramos ese agente de IA en la cuenta. Revisá el id.' },
-  flow_agents_unavailable: {
-    status: 400,
-    text: 'Los agentes de IA todavía no están disponibles en este servidor. Sacá el paso agent o usá handoff para pasarle la conversación al equipo.',
-  },
+  agent_ref_not_found: { status: 400, text: 'No encontramos ese agente de IA en la cuenta. Revisá el id.' },
   flow_cycle: {
     status: 400,
     text: (p) =>
@@ -446,7 +442,9 @@ export const executionErrors = {
   noOption: 'El contacto no eligió ninguna de las opciones después de preguntarle tres veces.',
   http: (step: string, reason: string) => `El pedido HTTP del paso "${step}" falló (${reason}) y el paso no tiene onError.`,
   stepMissing: (step: string) => `La automatización cambió y el paso "${step}" ya no existe.`,
-  agentsUnavailable: 'Los agentes de IA todavía no están disponibles: la conversación no se pudo pasar a un agente.',
+  agentGone: 'El agente de IA de este paso ya no existe: elegí otro agente en la automatización o sacá el paso.',
+  agentPaused: 'El agente de IA de este paso está en pausa: activalo para que tome las conversaciones.',
+  agentBusy: 'Otro agente de IA ya atiende esta conversación.',
   noPhone: 'El contacto no tiene teléfono: esta automatización solo puede escribirle por WhatsApp.',
   unexpected: 'Un error inesperado detuvo la ejecución. Revisá el registro de pasos y probá de nuevo.',
 };
@@ -457,6 +455,15 @@ export const reviewErrors = {
     'El modelo de lenguaje no respondió después de tres intentos, así que la conversación no se revisó. Revisá que el servidor del modelo (LLM_BASE_URL) funcione y volvé a correr la revisión.',
   modelMissing:
     'No hay un modelo de lenguaje configurado en este servidor, así que la conversación no se revisó. Configurá LLM_BASE_URL, reiniciá el servicio y volvé a correr la revisión.',
+};
+
+/** An agent's stretch (docs/agents.md "Stretches"): handoff reasons, notes and the idle end. */
+export const agentTexts = {
+  phraseHandoff: 'El cliente pidió hablar con una persona',
+  maxTurns: (n: number) => `El agente llegó a su máximo de ${n} turnos en esta conversación`,
+  modelFailed: 'El agente no pudo responder',
+  teamStepped: 'Intervino el equipo',
+  agentOff: 'El agente quedó en pausa o se borró',
 };
 
 /** Why an http step's request did not succeed (inside executionErrors.http and the step log). */

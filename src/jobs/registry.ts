@@ -14,6 +14,9 @@ export const jobs: Record<string, Job> = {
   // Every process runs its own automation runner (it polls every 250 ms); this runs what is due
   // now to the end — the operator's and the tests' way to fire timers after moving the clock.
   automations: { everyMs: 60_000, run: (s) => s.automations.runOnce() },
+  // Every process runs its own agent runner too (agents/runner.ts); this runs every turn due now
+  // (messages to answer, idle checks) to the end.
+  agents: { everyMs: 60_000, run: (s) => s.agents.runOnce() },
   webhooks: webhooksJob,
   // Inactivity closing and stale → lost (cases/timeouts.ts); also drops early status reports
   // older than 7 days (messages/status.ts). `changed` counts only the cases.

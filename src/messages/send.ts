@@ -3,6 +3,7 @@
 // validate → number → template → contact (limit) → conversation → 24-hour window → store `pending`
 // (commit) → provider.send outside any transaction → store wamid and `sent` → apply early reports.
 
+import { endStretchByTeam } from '../agents/stretches.js';
 import { cancelRunning } from '../automations/cancel.js';
 import { answererOf, recordAnswer } from '../cases/handled-by.js';
 import { lockOpenCase } from '../cases/open.js';
@@ -49,17 +50,20 @@ export interface SendOrigin {
 async function recordAnswerer(trx: Trx, conversationId: string, origin: SendOrigin, now: Date): Promise<string | null> {
   const open = await lockOpenCase(trx, conversationId);
   if (!open) return null;
-  await recordAnswer(trx, open, answererOf(origin.source), now);
+  const agent = origin.source === 'agent' && origin.by?.id ? { id: origin.by.id, name: origin.by.name } : undefined;
+  await recordAnswer(trx, open, answererOf(origin.source), now, agent);
   return open.id;
 }
 
 /**
  * After the message insert, a team member's reply takes the conversation over: its running
- * execution is cancelled and the conversation shows the team as handling it while the case lasts.
+ * execution is cancelled, its agent's stretch ends ("Intervino el equipo") and the conversation
+ * shows the team as handling it while the case lasts. Returns whether a stretch ended.
  */
 async function teamTakesOver(trx: Trx, conversationId: string, by: SendOrigin['by'], openCaseId: string | null, now: Date) {
   await cancelRunning(trx, { conversationId }, now);
   await setHandling(trx, conversationId, { type: 'team', id: by?.id ?? null, name: by?.name ?? '', caseId: openCaseId });
+  return (await endStretchByTeam(trx, conversationId, now)) !== null;
 }
 
 /**

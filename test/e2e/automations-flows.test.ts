@@ -1,7 +1,7 @@
 // Automations, issue 14 rule 1 (docs/automations.md "Triggers", "Steps"): "Flows: five triggers
 // (keyword exact/contains on normalised text, first_message, api, webhook, comment …), every step
-// type, {{…}} templating, validation on save with the list of problems …; the agent step refused
-// at save time with a clear 400". Real app, real inbound path through the sandbox; timers by the
+// type, {{…}} templating, validation on save with the list of problems …". The agent step's
+// running is in agent-stretches.test.ts. Real app, real inbound path through the sandbox; timers by the
 // injected clock; a local HTTP receiver for http steps.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { automationsOf } from '../automations.js';
@@ -636,7 +636,7 @@ describe('rule 1: validation on save', () => {
     expect((await app.admin('GET', `/accounts/${acct.id}/automations/${ok.id}`)).body.steps).toEqual([{ id: 'f', type: 'end' }]);
   });
 
-  it('the agent step is "refused at save time with a clear 400"', async () => {
+  it('an agent step names an agent of the account: another account\'s or an unknown one is a 400 at agentId', async () => {
     const acct = await app.createAccount();
     const r = await app.admin('POST', `/accounts/${acct.id}/automations`, {
       name: 'Agente',
@@ -646,7 +646,14 @@ describe('rule 1: validation on save', () => {
     expect(r.status).toBe(400);
     const problems = problemsOf(r.body);
     expect(problems).toHaveLength(1);
-    expect(problems[0].path).toEqual(['steps', 0, 'type']);
-    expect(problems[0].message).toMatch(/agentes/i);
+    expect(problems[0].path).toEqual(['steps', 0, 'agentId']);
+    expect(problems[0].message).toMatch(/agente/i);
+    const agent = await app.admin('POST', `/accounts/${acct.id}/agents`, { name: 'Ventas' });
+    const ok = await app.admin('POST', `/accounts/${acct.id}/automations`, {
+      name: 'Agente',
+      trigger: { type: 'api' },
+      steps: [{ id: 'ag', type: 'agent', agentId: agent.body.id }],
+    });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(201);
   });
 });

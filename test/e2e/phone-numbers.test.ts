@@ -24,7 +24,7 @@ const approvedTemplate = async (accountId: string) => {
 };
 
 describe('phone numbers (operator.md)', () => {
-  it('POST phone-numbers → 201 {id, phone, name, provider, status: "connected", default}; "the first one is the default"', async () => {
+  it('POST phone-numbers → 201 {id, phone, name, provider, status: "connected", default, agentId}; "the first one is the default"', async () => {
     const acc = await app.createAccount();
     expect(acc.phoneNumberId).toMatch(/^[0-9a-f-]{36}$/);
     const second = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: '+54 9 11 5555-0100', name: 'Ventas' });
@@ -36,6 +36,7 @@ describe('phone numbers (operator.md)', () => {
       provider: 'sandbox',
       status: 'connected',
       default: false,
+      agentId: null,
     });
     const me = await acc.call('GET', '/me');
     expect(me.body.phoneNumbers.map((p: any) => [p.id, p.default])).toEqual([

@@ -9,6 +9,9 @@
 //   llm.json({ reason: 'billing', score: 80 });            // the content of a response_format answer
 //   llm.fail(500);  llm.fail(429, 'slow down');            // an HTTP error with an OpenAI error body
 //   llm.hang();                                           // never answers (the client times out)
+//   llm.queue.push({ after: 300, answer: { text: 'ok' } });  // answers 300 ms later (a slow model)
+//   llm.latencyMs = 100;                                  // every answer 100 ms later (a model's fixed latency)
+//   llm.maxInFlight                                       // the most requests answered at once
 //   llm.invalidToolCall('lookup', '{not json');            // a tool call whose arguments are not JSON
 //   llm.respond((req) => ({ text: `eco: ${req.lastUser}` })); // computed from the request
 //   llm.otherwise = (req) => ({ text: 'ok' });            // when the queue is empty (this is the default)
@@ -47,7 +50,9 @@ export type FakeLlmAnswer =
   | { invalidToolCall: { name: string; arguments: string } }
   | { status: number; message?: string }
   | { hang: true }
-  | { raw: unknown };
+  | { raw: unknown }
+  /** The answer, `after` ms later (a slow model). */
+  | { after: number; answer: FakeLlmAnswer };
 
 export interface FakeLlm {
   /** Base URL for LLM_BASE_URL (http://127.0.0.1:PORT/v1). */
@@ -57,6 +62,12 @@ export interface FakeLlm {
   queue: (FakeLlmAnswer | ((req: FakeLlmRequest) => FakeLlmAnswer))[];
   /** The answer when the queue is empty; default a text `ok`. */
   otherwise: (req: FakeLlmRequest) => FakeLlmAnswer;
+  /** Every answer waits this long first (the model's fixed latency in benchmarks); default 0. */
+  latencyMs: number;
+  /** Requests being answered right now (arrived, not answered yet). */
+  inFlight: number;
+  /** The most requests that were being answered at once. */
+  maxInFlight: number;
   reply(answer: { text: string }): FakeLlm;
   toolCall(name: string, args: unknown, text?: string | null): FakeLlm;
   toolCalls(calls: { name: string; args: unknown; id?: string }[], text?: string | null): FakeLlm;
@@ -108,7 +119,13 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       for (const wake of waiters) wake();
       const next = fake.queue.shift() ?? fake.otherwise;
       const answer = typeof next === 'function' ? next(request) : next;
-      answerWith(res, request, answer);
+      fake.inFlight += 1;
+      fake.maxInFlight = Math.max(fake.maxInFlight, fake.inFlight);
+      res.once('close', () => {
+        fake.inFlight -= 1;
+      });
+      if (fake.latencyMs > 0) setTimeout(() => answerWith(res, request, answer), fake.latencyMs);
+      else answerWith(res, request, answer);
     });
   });
 
@@ -130,6 +147,10 @@ export async function startFakeLlm(): Promise<FakeLlm> {
   }
 
   function answerWith(res: ServerResponse, request: FakeLlmRequest, answer: FakeLlmAnswer): void {
+    if ('after' in answer) {
+      setTimeout(() => answerWith(res, request, answer.answer), answer.after);
+      return;
+    }
     if ('hang' in answer) {
       hanging.add(res);
       res.on('close', () => hanging.delete(res));
@@ -168,6 +189,9 @@ export async function startFakeLlm(): Promise<FakeLlm> {
     requests: [],
     queue: [],
     otherwise: () => ({ text: 'ok' }),
+    latencyMs: 0,
+    inFlight: 0,
+    maxInFlight: 0,
     reply(answer) {
       fake.queue.push({ text: answer.text });
       return fake;

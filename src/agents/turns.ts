@@ -1,0 +1,298 @@
+// Running a claimed stretch (docs/agents.md "Stretches", "Durability"): one model turn per burst
+// of inbound messages, one turn at a time per conversation (the claim), each part a stored step.
+//
+//   begin   — reads the inbound messages no turn answered yet; none: idle check or rest. A
+//             handoff phrase or maxTurns ends the stretch without asking the model. Else a turn
+//             row `calling` is stored.
+//   call    — the model is asked (outside any transaction); its answer is stored (`decided`)
+//             before anything goes out. A crash before that store asks again: nothing left yet.
+//   act     — each reply is sent through the one send path; its message and the turn's
+//             `replies_started` commit together before the provider call, so a crash never sends
+//             a reply twice (a reply in doubt stays as its stored message). Then the goal or the
+//             handoff ends the stretch, or the turn is done and the claim released.
+//
+// Every write checks the claim (`WHERE id AND claim AND status = 'running'`): a runner whose
+// stretch ended meanwhile (the team wrote) or whose lease lapsed writes nothing.
+import { sql, type Updateable } from 'kysely';
+import type { Trx } from '../db/index.js';
+import { transaction } from '../db/retry.js';
+import type {
+  AccountRow,
+  AgentRow,
+  AgentStretchesTable,
+  AgentTurnsTable,
+  ContactRow,
+  StretchRow,
+  TurnDecision,
+  TurnRow,
+} from '../db/types.js';
+import { ApiError, ValidationError } from '../http/errors.js';
+import { agentTexts } from '../http/messages.es-AR.js';
+import { newId } from '../lib/ids.js';
+import { type ChatMessage, ModelError } from '../llm/types.js';
+import { sendMessage } from '../messages/send.js';
+import type { Services } from '../services.js';
+import { agentTools, interpretToolCalls, matchesHandoffPhrase, systemPrompt } from './prompt.js';
+import { type Ending, endStretch, IDLE_MS } from './stretches.js';
+
+/** A claimed stretch with what a turn reads first (one statement: runner.ts `claim`). */
+export interface ClaimedStretch {
+  row: StretchRow;
+  agent: AgentRow;
+  contact: ContactRow;
+  account: AccountRow;
+}
+
+/** How long a claim holds a stretch: longer than a turn's model call with its retries. */
+export const leaseMs = (s: Services): number => s.config.LLM_TIMEOUT_MS * 3 + 65_000;
+/** A stretch whose turn failed unexpectedly (the database, a bug) is looked at again after this. */
+const RETRY_MS = 10_000;
+/** The stretch's latest messages the model sees. */
+const HISTORY = 60;
+
+/** The claim was lost (the stretch ended, or the lease lapsed and was taken): stop without writing. */
+class Lost extends Error {}
+
+interface Ctx {
+  s: Services;
+  c: ClaimedStretch;
+}
+
+type Next = 'go' | 'rest';
+
+/** Runs a claimed stretch until it rests (no unanswered message) or ends; returns the steps taken. */
+export async function runStretch(s: Services, claimed: ClaimedStretch, stopping: () => boolean): Promise<number> {
+  const x: Ctx = { s, c: claimed };
+  let n = 0;
+  try {
+    for (;;) {
+      if (stopping()) {
+        await release(x, s.clock.now());
+        return n;
+      }
+      n += 1;
+      if ((await step(x)) === 'rest') return n;
+    }
+  } catch (err) {
+    if (err instanceof Lost) return n;
+    s.log.warn({ err: { message: (err as Error).message }, stretchId: claimed.row.id }, 'agent turn failed unexpectedly');
+    await release(x, new Date(s.clock.ms() + RETRY_MS)).catch(() => {});
+    return n;
+  }
+}
+
+async function step(x: Ctx): Promise<Next> {
+  const turn = await x.s.db
+    .selectFrom('agent_turns')
+    .selectAll()
+    .where('stretch_id', '=', x.c.row.id)
+    .where('status', '<>', 'done')
+    .orderBy('n', 'desc')
+    .executeTakeFirst();
+  if (!turn) return begin(x);
+  if (turn.status === 'calling') return call(x, turn);
+  return act(x, turn);
+}
+
+/** Writes the stretch's fields if this runner still holds it; else Lost. */
+async function update(trx: Trx, x: Ctx, set: Updateable<AgentStretchesTable>): Promise<StretchRow> {
+  const row = await trx
+    .updateTable('agent_stretches')
+    .set({ ...set, updated_at: x.s.clock.now() })
+    .where('id', '=', x.c.row.id)
+    .where('claim', '=', x.c.row.claim)
+    .where('status', '=', 'running')
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw new Lost();
+  x.c.row = row;
+  return row;
+}
+
+const lease = (x: Ctx): Date => new Date(x.s.clock.ms() + leaseMs(x.s));
+
+/**
+ * Idle deadline: due again then, unless a message came in while the claim was held (due now). A
+ * column update computed in SQL (typed as the column's value, as steps.ts does).
+ */
+const dueAgainSql = (now: Date, atLatest?: Date): Date => {
+  const due = sql`CASE WHEN pending THEN ${now}::timestamptz ELSE last_activity_at + ${`${IDLE_MS} milliseconds`}::interval END`;
+  return (atLatest ? sql`LEAST(${due}, ${atLatest}::timestamptz)` : due) as unknown as Date;
+};
+
+/** Gives the stretch back: due at `at`, or at once when a message came in meanwhile. */
+async function release(x: Ctx, at: Date): Promise<void> {
+  await transaction(x.s.db, (trx) => update(trx, x, { claim: null, run_at: dueAgainSql(x.s.clock.now(), at) }));
+}
+
+/** The inbound messages no turn answered yet, oldest first (reactions are not messages to answer). */
+function unanswered(trx: Trx, row: StretchRow) {
+  return trx
+    .selectFrom('messages')
+    .select(['id', 'text', 'type'])
+    .where('conversation_id', '=', row.conversation_id)
+    .where('direction', '=', 'inbound')
+    .where('type', '<>', 'reaction')
+    .where('id', '>=', row.since_id)
+    .$if(row.answered_until !== null, (q) => q.where('id', '>', row.answered_until!))
+    .orderBy('id')
+    .execute();
+}
+
+async function begin(x: Ctx): Promise<Next> {
+  const now = x.s.clock.now();
+  const { agent } = x.c;
+  const decided = await transaction(x.s.db, async (trx): Promise<{ end: Ending } | { turn: TurnRow } | 'rest'> => {
+    // `pending` is cleared before the messages are read: one that commits later sets it again
+    // (after this transaction: the row is locked), and the release finds it.
+    const row = await update(trx, x, { pending: false, run_at: lease(x) });
+    const inbound = await unanswered(trx, row);
+    const newest = inbound.at(-1);
+    if (!newest) {
+      if (now.getTime() - row.last_activity_at.getTime() >= IDLE_MS) return { end: { by: 'idle' } };
+      await update(trx, x, { claim: null, run_at: dueAgainSql(now) });
+      return 'rest';
+    }
+    if (agent.deleted_at !== null || agent.status !== 'active') {
+      return { end: { by: 'handoff', reason: agentTexts.agentOff, summary: '', event: true } };
+    }
+    if (inbound.some((m) => m.text !== null && matchesHandoffPhrase(agent, m.text))) {
+      return { end: { by: 'handoff', reason: agentTexts.phraseHandoff, summary: '', event: true } };
+    }
+    if (row.turns >= agent.max_turns)
+      return { end: { by: 'handoff', reason: agentTexts.maxTurns(agent.max_turns), summary: '', event: true } };
+    const turn = await trx
+      .insertInto('agent_turns')
+      .values({ id: newId(), stretch_id: row.id, n: row.turns + 1, inbound_until: newest.id, started_at: now })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await update(trx, x, { turns: row.turns + 1 });
+    return { turn };
+  });
+  if (decided === 'rest') return 'rest';
+  if ('end' in decided) return end(x, decided.end);
+  return call(x, decided.turn);
+}
+
+/** The stretch's messages as the model reads them: the customer's as `user`, the business's as `assistant`. */
+async function history(x: Ctx, turn: TurnRow): Promise<ChatMessage[]> {
+  const rows = await x.s.db
+    .selectFrom('messages')
+    .select(['id', 'direction', 'type', 'text', 'template_name'])
+    .where('conversation_id', '=', x.c.row.conversation_id)
+    .where('id', '>=', x.c.row.since_id)
+    .where((eb) => eb.or([eb('direction', '=', 'outbound'), eb('id', '<=', turn.inbound_until)]))
+    .where('type', '<>', 'reaction')
+    .orderBy('id', 'desc')
+    .limit(HISTORY)
+    .execute();
+  return rows
+    .reverse()
+    .map((m) =>
+      m.direction === 'inbound'
+        ? { role: 'user' as const, content: m.text ?? `[${m.type}]` }
+        : { role: 'assistant' as const, content: m.text ?? (m.template_name ? `[plantilla ${m.template_name}]` : `[${m.type}]`) },
+    );
+}
+
+async function call(x: Ctx, turn: TurnRow): Promise<Next> {
+  const { agent, contact, row } = x.c;
+  const llm = x.s.llm;
+  let decision: TurnDecision;
+  let toolCalls: { name: string; arguments: Record<string, unknown> }[];
+  try {
+    if (llm === null) throw new ModelError('no language model is configured');
+    const messages: ChatMessage[] = [
+      {
+        role: 'system',
+        content: systemPrompt(agent, {
+          contactName: contact.name,
+          attributes: contact.attributes,
+          gathered: row.goal_data ?? {},
+          now: x.s.clock.now(),
+        }),
+      },
+      ...(await history(x, turn)),
+    ];
+    const result = await llm.chat({ model: agent.model, messages, tools: agentTools(agent) });
+    const outcome = interpretToolCalls(agent, result.toolCalls);
+    decision = { replies: outcome.replies, goal: outcome.goal, handoff: outcome.handoff };
+    toolCalls = result.toolCalls.map((t) => ({ name: t.name, arguments: t.arguments }));
+  } catch (err) {
+    if (!(err instanceof ModelError)) throw err;
+    // "a customer is never left without an answer or a person"
+    await storeTurn(x, turn, { status: 'done', error: err.message });
+    return end(x, { by: 'handoff', reason: '', summary: agentTexts.modelFailed, event: true });
+  }
+  const decided = await storeTurn(x, turn, { status: 'decided', tool_calls: JSON.stringify(toolCalls), outcome: JSON.stringify(decision) });
+  return act(x, decided);
+}
+
+async function storeTurn(x: Ctx, turn: TurnRow, set: Updateable<AgentTurnsTable>): Promise<TurnRow> {
+  return transaction(x.s.db, async (trx) => {
+    await update(trx, x, { run_at: lease(x) });
+    return trx.updateTable('agent_turns').set(set).where('id', '=', turn.id).returningAll().executeTakeFirstOrThrow();
+  });
+}
+
+async function act(x: Ctx, turn: TurnRow): Promise<Next> {
+  const d = turn.outcome ?? { replies: [], goal: null, handoff: null };
+  for (let i = turn.replies_started; i < d.replies.length; i++) {
+    const sent = await reply(x, turn, i, d.replies[i] as string);
+    if (!sent) return end(x, { by: 'handoff', reason: '', summary: agentTexts.modelFailed, event: true });
+  }
+  if (d.goal) return end(x, { by: 'goal', data: d.goal.data, summary: d.goal.summary });
+  if (d.handoff) return end(x, { by: 'handoff', reason: d.handoff.reason, summary: d.handoff.summary, event: true });
+  const now = x.s.clock.now();
+  await transaction(x.s.db, async (trx) => {
+    await trx.updateTable('agent_turns').set({ status: 'done', ended_at: now }).where('id', '=', turn.id).execute();
+    await update(trx, x, { answered_until: turn.inbound_until, claim: null, run_at: dueAgainSql(now) });
+  });
+  return 'rest';
+}
+
+/**
+ * Sends reply `i` of the turn from the stretch's number. Its start (the turn's `replies_started`)
+ * commits with the message, before the provider call. Returns false when it could not be sent
+ * (refused, or the provider failed): the stretch hands off.
+ */
+async function reply(x: Ctx, turn: TurnRow, i: number, text: string): Promise<boolean> {
+  const { agent, contact, account, row } = x.c;
+  if (!contact.phone) return false;
+  try {
+    await sendMessage(x.s, account, {
+      to: contact.phone,
+      text,
+      ...(row.phone_number_id ? { phoneNumberId: row.phone_number_id } : {}),
+      origin: {
+        source: 'agent',
+        by: { id: agent.id, name: agent.name },
+        inTransaction: async (trx, messageId) => {
+          await update(trx, x, { last_activity_at: x.s.clock.now(), run_at: lease(x) });
+          const started = await trx
+            .updateTable('agent_turns')
+            .set({ replies_started: i + 1, message_ids: sql`message_ids || ${JSON.stringify([messageId])}::jsonb` })
+            .where('id', '=', turn.id)
+            .where('replies_started', '=', i)
+            .executeTakeFirst();
+          if (Number(started.numUpdatedRows) !== 1) throw new Lost();
+        },
+      },
+    });
+    return true;
+  } catch (err) {
+    if (err instanceof ApiError || err instanceof ValidationError) {
+      x.s.log.info({ stretchId: row.id, code: err instanceof ApiError ? err.code : 'invalid' }, 'agent reply refused');
+      return false;
+    }
+    throw err;
+  }
+}
+
+/** Ends the stretch under this claim (stretches.ts endStretch); Lost when it is no longer ours. */
+async function end(x: Ctx, ending: Ending): Promise<'rest'> {
+  const ended = await transaction(x.s.db, (trx) => endStretch(trx, x.c.row, x.c.agent, ending, x.c.row.claim, x.s.clock.now()));
+  if (!ended) throw new Lost();
+  x.s.dispatcher.wake();
+  return 'rest';
+}

@@ -1,0 +1,381 @@
+// AI agents answering customers (spec agents.md "A stretch", "Effects"; docs/agents.md
+// "Stretches"): a number's agent or an automation's `agent` step takes the conversation; each
+// burst of inbound messages is one model turn against the fake OpenAI-compatible server.
+import type { FastifyBaseLogger } from 'fastify';
+import { pino } from 'pino';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { createLlmClient } from '../../src/llm/client.js';
+import { automationsOf } from '../automations.js';
+import { type FakeLlm, startFakeLlm } from '../fakes/llm.js';
+import { freshPhone, type TestAccount, type TestApp, startTestApp } from '../harness.js';
+
+let llm: FakeLlm;
+let app: TestApp;
+const { writes, createFlow } = automationsOf(() => app);
+
+beforeAll(async () => {
+  llm = await startFakeLlm();
+  app = await startTestApp({ env: { LLM_BASE_URL: llm.url, LLM_MODEL: 'llama3.1' } });
+  // The same client with short waits between tries (the default is 1 s then 4 s).
+  app.rt.services.llm = createLlmClient(loadConfig(app.env), pino({ level: 'silent' }) as unknown as FastifyBaseLogger, {
+    retryDelaysMs: [1, 1],
+  });
+});
+afterAll(async () => {
+  await app?.close();
+  await llm?.close();
+});
+beforeEach(() => {
+  llm.requests.length = 0;
+  llm.queue.length = 0;
+  llm.otherwise = () => ({ text: null, toolCalls: [{ name: 'reply', args: { text: 'Respuesta por defecto' } }] });
+});
+
+const SALES = {
+  name: 'Ventas',
+  status: 'active',
+  instructions: 'Sos la vendedora de la tienda de yerba. Tuteá con voseo.',
+  goal: {
+    description: 'Una intención de compra',
+    fields: [
+      { name: 'producto', description: 'Qué quiere comprar', required: true },
+      { name: 'cantidad', description: 'Cuántas unidades', required: true },
+    ],
+  },
+  handoff: { rules: ['Si pide un descuento'] },
+};
+
+/** Runs every agent turn due now (by the app's clock), waiting for the ones in flight. */
+async function runAgents(a: TestApp = app) {
+  const r = await a.admin('POST', '/jobs/agents/run');
+  expect(r.status, JSON.stringify(r.body)).toBeLessThan(300);
+}
+
+/** An account whose default number is answered by a new agent. */
+async function agentOnNumber(body: Record<string, unknown> = SALES): Promise<{ acct: TestAccount; agent: any }> {
+  const acct = await app.createAccount();
+  const agent = await app.admin('POST', `/accounts/${acct.id}/agents`, body);
+  expect(agent.status, JSON.stringify(agent.body)).toBe(201);
+  const patched = await app.admin('PATCH', `/accounts/${acct.id}/phone-numbers/${acct.phoneNumberId}`, { agentId: agent.body.id });
+  expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+  expect(patched.body.agentId).toBe(agent.body.id);
+  return { acct, agent: agent.body };
+}
+
+async function messagesOf(acct: TestAccount, conversationId: string): Promise<any[]> {
+  const r = await acct.call('GET', `/conversations/${conversationId}/messages?limit=100`);
+  expect(r.status).toBe(200);
+  return r.body.data;
+}
+
+async function conversation(acct: TestAccount, id: string) {
+  const r = await acct.call('GET', `/conversations/${id}`);
+  expect(r.status).toBe(200);
+  return r.body;
+}
+
+async function caseOf(acct: TestAccount, id: string) {
+  const r = await acct.call('GET', `/cases/${id}`);
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  return r.body;
+}
+
+const reply = (text: string) => ({ name: 'reply', args: { text } });
+
+describe('"each inbound message produces one model turn: system prompt + the stretch\'s messages + tools"', () => {
+  it('a number\'s agent answers: tools reply/goal_reached/hand_off, the system prompt, and `reply` → an outbound message from the agent', async () => {
+    const { acct, agent } = await agentOnNumber();
+    const customer = freshPhone();
+    llm.toolCalls([reply('¡Hola Ana! ¿Qué yerba buscás?')]);
+    const { conversationId } = await writes(acct, customer, 'Hola, quiero comprar yerba', { name: 'Ana' });
+    await runAgents();
+
+    expect(llm.requests).toHaveLength(1);
+    const [req] = llm.requests;
+    expect(req.toolNames).toEqual(['reply', 'goal_reached', 'hand_off']);
+    expect(req.system).toContain('Sos la vendedora de la tienda de yerba.');
+    expect(req.system).toContain('Una intención de compra');
+    expect(req.system).toContain('- Si pide un descuento');
+    expect(req.system).toContain('Nombre: Ana');
+    expect(req.system).toContain('Hoy es ');
+    expect(req.messages.map((m: any) => [m.role, m.content])).toEqual([
+      ['system', req.system],
+      ['user', 'Hola, quiero comprar yerba'],
+    ]);
+
+    const msgs = await messagesOf(acct, conversationId);
+    expect(msgs.map((m) => [m.direction, m.from, m.text])).toEqual([
+      ['inbound', 'contact', 'Hola, quiero comprar yerba'],
+      ['outbound', 'agent', '¡Hola Ana! ¿Qué yerba buscás?'],
+    ]);
+    const conv = await conversation(acct, conversationId);
+    expect(conv.handling).toMatchObject({ type: 'agent', id: agent.id, name: 'Ventas' });
+    // "Case fields: agentId, agentName while an agent works the case; handledBy ai when only the agent answered"
+    const c = await caseOf(acct, conv.openCaseId);
+    expect(c).toMatchObject({ handledBy: 'ai', agentId: agent.id, agentName: 'Ventas', goalAt: null, handedOffAt: null });
+
+    // The next message is the next turn, with the stretch's messages so far.
+    llm.toolCalls([reply('Tenemos Amanda y Playadito.')]);
+    await writes(acct, customer, '¿Qué marcas tienen?');
+    await runAgents();
+    expect(llm.requests).toHaveLength(2);
+    expect(llm.requests[1].messages.slice(1).map((m: any) => [m.role, m.content])).toEqual([
+      ['user', 'Hola, quiero comprar yerba'],
+      ['assistant', '¡Hola Ana! ¿Qué yerba buscás?'],
+      ['user', '¿Qué marcas tienen?'],
+    ]);
+  });
+
+  it('"replies are sent in order; several allowed; a turn that answers nothing sends nothing"', async () => {
+    const { acct } = await agentOnNumber();
+    const customer = freshPhone();
+    llm.toolCalls([reply('Primero'), reply('Segundo')]);
+    const { conversationId } = await writes(acct, customer, 'Hola');
+    await runAgents();
+    llm.reply({ text: 'Solo texto, sin herramientas' });
+    await writes(acct, customer, 'Gracias');
+    await runAgents();
+    const out = (await messagesOf(acct, conversationId)).filter((m) => m.direction === 'outbound');
+    expect(out.map((m) => m.text)).toEqual(['Primero', 'Segundo']);
+    expect(llm.requests).toHaveLength(2);
+  });
+
+  it('"inbound messages that arrive during a turn are answered in the next turn together"', async () => {
+    const { acct } = await agentOnNumber();
+    const customer = freshPhone();
+    llm.queue.push({ after: 400, answer: { text: null, toolCalls: [reply('Hola, ¿cómo estás?')] } });
+    llm.toolCalls([reply('Perfecto: te paso los precios.')]);
+    const { conversationId } = await writes(acct, customer, 'Hola');
+    await llm.waitFor(1);
+    await writes(acct, customer, 'Quiero precios');
+    await writes(acct, customer, 'De la yerba Amanda');
+    await runAgents();
+    await runAgents();
+    // One turn for "Hola", then one for the two that came in while the model was answering; the
+    // model reads the stretch in the order things happened (the first reply left after them).
+    expect(llm.requests).toHaveLength(2);
+    expect(llm.requests[0].messages.slice(1).map((m: any) => m.content)).toEqual(['Hola']);
+    expect(llm.requests[1].messages.slice(1).map((m: any) => [m.role, m.content])).toEqual([
+      ['user', 'Hola'],
+      ['user', 'Quiero precios'],
+      ['user', 'De la yerba Amanda'],
+      ['assistant', 'Hola, ¿cómo estás?'],
+    ]);
+    const out = (await messagesOf(acct, conversationId)).filter((m) => m.direction === 'outbound');
+    expect(out.map((m) => m.text)).toEqual(['Hola, ¿cómo estás?', 'Perfecto: te paso los precios.']);
+  });
+});
+
+describe('"goal_reached({data, summary}) — data keeps only the goal\'s field names; ends the stretch"', () => {
+  it('agent.goal_reached {agentId, agentName, conversationId, contactId, summary, goal}; the case gets goalAt and closes with agent_goal (case.closed)', async () => {
+    const { acct, agent } = await agentOnNumber();
+    const customer = freshPhone();
+    llm.toolCalls([
+      reply('¡Listo! Te reservo 2 Amanda.'),
+      { name: 'goal_reached', args: { data: { producto: 'Amanda 1 kg', cantidad: '2', color: 'verde', direccion: 'Av. Siempreviva' }, summary: 'Compra 2 Amanda' } },
+    ]);
+    const { conversationId, contactId } = await writes(acct, customer, 'Quiero 2 Amanda de 1 kg');
+    const openCaseId = (await conversation(acct, conversationId)).openCaseId;
+    await runAgents();
+
+    const events = await app.events(acct.id, 'agent.goal_reached');
+    expect(events.map((e) => e.data)).toEqual([
+      {
+        agentId: agent.id,
+        agentName: 'Ventas',
+        conversationId,
+        contactId,
+        summary: 'Compra 2 Amanda',
+        goal: { producto: 'Amanda 1 kg', cantidad: '2' },
+      },
+    ]);
+    const c = await caseOf(acct, openCaseId);
+    expect(c).toMatchObject({ status: 'closed', closeReason: 'agent_goal', agentId: agent.id, agentName: 'Ventas', handledBy: 'ai' });
+    expect(c.goalAt).toEqual(expect.any(String));
+    const kinds = (await app.events(acct.id)).map((e) => e.kind);
+    expect(kinds.indexOf('agent.goal_reached')).toBeLessThan(kinds.lastIndexOf('case.closed'));
+    expect((await conversation(acct, conversationId)).handling.type).toBeNull();
+
+    // The next message starts a new stretch of the number's agent (a new case).
+    llm.toolCalls([reply('¡Hola de nuevo!')]);
+    await writes(acct, customer, 'Hola otra vez');
+    await runAgents();
+    expect(llm.requests).toHaveLength(2);
+    expect(llm.requests[1].messages.slice(1).map((m: any) => m.content)).toEqual(['Hola otra vez']);
+  });
+});
+
+describe('"hand_off (by the model, a phrase, maxTurns, or model failure): agent.handed_off, an internal note, handedOffAt; the conversation waits for the team"', () => {
+  it('a handoff phrase hands off without a model call', async () => {
+    const { acct, agent } = await agentOnNumber();
+    const customer = freshPhone();
+    const { conversationId, contactId } = await writes(acct, customer, 'Quiero hablar con una persona, por favor');
+    const openCaseId = (await conversation(acct, conversationId)).openCaseId;
+    await runAgents();
+    expect(llm.requests).toHaveLength(0);
+    const [e] = await app.events(acct.id, 'agent.handed_off');
+    expect(e?.data).toEqual({
+      agentId: agent.id,
+      agentName: 'Ventas',
+      conversationId,
+      contactId,
+      summary: 'El cliente pidió hablar con una persona',
+      goal: {},
+    });
+    const c = await caseOf(acct, openCaseId);
+    expect(c.handedOffAt).toEqual(expect.any(String));
+    expect(c).toMatchObject({ status: 'open', agentId: agent.id, agentName: 'Ventas' });
+    const notes = await app.admin('GET', `/accounts/${acct.id}/conversations/${conversationId}/notes`);
+    expect(notes.body.data.map((n: any) => [n.text, n.by])).toEqual([
+      ['El cliente pidió hablar con una persona', { type: 'agent', id: agent.id, name: 'Ventas' }],
+    ]);
+    expect((await conversation(acct, conversationId)).handling).toMatchObject({ type: 'team' });
+    // The team has it now: the agent does not answer again in this case.
+    await writes(acct, customer, '¿Hola?');
+    await runAgents();
+    expect(llm.requests).toHaveLength(0);
+  });
+
+  it('the model calls hand_off({reason, summary}): summary = reason + the summary', async () => {
+    const { acct } = await agentOnNumber();
+    llm.toolCalls([reply('Te paso con una persona del equipo.'), { name: 'hand_off', args: { reason: 'Pide un descuento', summary: 'Quiere 10% off en 5 kg' } }]);
+    const { conversationId } = await writes(acct, freshPhone(), '¿Me hacés un descuento?');
+    await runAgents();
+    const [e] = await app.events(acct.id, 'agent.handed_off');
+    expect(e?.data.summary).toBe('Pide un descuento. Quiere 10% off en 5 kg');
+    const out = (await messagesOf(acct, conversationId)).filter((m) => m.direction === 'outbound');
+    expect(out.map((m) => m.text)).toEqual(['Te paso con una persona del equipo.']);
+  });
+
+  it('"a model failure … is tried twice more; then the agent hands off with the summary "El agente no pudo responder""', async () => {
+    const { acct } = await agentOnNumber();
+    llm.fail(500).fail(500).fail(500);
+    const { conversationId } = await writes(acct, freshPhone(), 'Hola');
+    await runAgents();
+    expect(llm.requests).toHaveLength(3);
+    const [e] = await app.events(acct.id, 'agent.handed_off');
+    expect(e?.data.summary).toBe('El agente no pudo responder');
+    expect((await conversation(acct, conversationId)).handling).toMatchObject({ type: 'team' });
+    expect((await messagesOf(acct, conversationId)).filter((m) => m.direction === 'outbound')).toEqual([]);
+  });
+
+  it('"maxTurns: model turns per stretch; past it, hand off"', async () => {
+    const { acct } = await agentOnNumber({ ...SALES, maxTurns: 1 });
+    const customer = freshPhone();
+    await writes(acct, customer, 'Hola');
+    await runAgents();
+    await writes(acct, customer, '¿Y?');
+    await runAgents();
+    expect(llm.requests).toHaveLength(1);
+    const [e] = await app.events(acct.id, 'agent.handed_off');
+    expect(e?.data.summary).toBe('El agente llegó a su máximo de 1 turnos en esta conversación');
+  });
+});
+
+describe('"a team member who sends in the conversation ends the agent\'s part: handoff "Intervino el equipo", no agent.handed_off"', () => {
+  it('the team replies: the stretch ends, no event, and the agent stays quiet while the team has the case', async () => {
+    const { acct } = await agentOnNumber();
+    const customer = freshPhone();
+    const { conversationId } = await writes(acct, customer, 'Hola');
+    await runAgents();
+    const team = await app.admin('POST', `/accounts/${acct.id}/conversations/${conversationId}/messages`, {
+      text: 'Hola, soy Laura del equipo',
+      by: { id: 'u-1', name: 'Laura' },
+    });
+    expect(team.status, JSON.stringify(team.body)).toBe(201);
+    expect(await app.events(acct.id, 'agent.handed_off')).toEqual([]);
+    const conv = await conversation(acct, conversationId);
+    expect(conv.handling).toMatchObject({ type: 'team', name: 'Laura' });
+    // "handledBy … mixed when the agent and the team both answered"
+    expect((await caseOf(acct, conv.openCaseId)).handledBy).toBe('mixed');
+    await writes(acct, customer, 'Gracias Laura');
+    await runAgents();
+    expect(llm.requests).toHaveLength(1);
+  });
+});
+
+describe('"idle (one hour without messages in the conversation)" ends the stretch', () => {
+  it('an hour after the last message the stretch ends and the conversation is free; the next message starts a new stretch', async () => {
+    const { acct } = await agentOnNumber();
+    const customer = freshPhone();
+    const { conversationId } = await writes(acct, customer, 'Hola');
+    await runAgents();
+    app.clock.advance(59 * 60_000);
+    await runAgents();
+    expect((await conversation(acct, conversationId)).handling).toMatchObject({ type: 'agent' });
+    app.clock.advance(2 * 60_000);
+    await runAgents();
+    expect((await conversation(acct, conversationId)).handling.type).toBeNull();
+    expect(await app.events(acct.id, 'agent.handed_off')).toEqual([]);
+    await writes(acct, customer, 'Volví');
+    await runAgents();
+    expect(llm.requests).toHaveLength(2);
+    expect(llm.requests[1].messages.slice(1).map((m: any) => m.content)).toEqual(['Volví']);
+  });
+});
+
+describe('"an automation\'s agent step assigns one conversation"', () => {
+  it('the flow greets, then the agent takes the conversation with the flow\'s messages as context', async () => {
+    const acct = await app.createAccount();
+    const agent = await app.admin('POST', `/accounts/${acct.id}/agents`, SALES);
+    expect(agent.status).toBe(201);
+    const flow = await createFlow(acct, {
+      name: 'Ventas',
+      trigger: { type: 'keyword', keywords: ['comprar'], match: 'contains' },
+      steps: [
+        { id: 'hola', type: 'send', text: 'Te paso con nuestra vendedora.' },
+        { id: 'ag', type: 'agent', agentId: agent.body.id },
+      ],
+    });
+    llm.toolCalls([reply('¡Hola! ¿Qué querés comprar?')]);
+    const { conversationId } = await writes(acct, freshPhone(), 'Quiero comprar');
+    await app.admin('POST', '/jobs/automations/run');
+    await runAgents();
+    const list = await app.admin('GET', `/accounts/${acct.id}/automations/${flow.id}/executions`);
+    expect(list.body.data[0].status).toBe('completed');
+    expect(llm.requests).toHaveLength(1);
+    expect(llm.requests[0].messages.slice(1).map((m: any) => [m.role, m.content])).toEqual([
+      ['user', 'Quiero comprar'],
+      ['assistant', 'Te paso con nuestra vendedora.'],
+    ]);
+    const out = (await messagesOf(acct, conversationId)).filter((m) => m.direction === 'outbound');
+    expect(out.map((m) => [m.from, m.text])).toEqual([
+      ['automation', 'Te paso con nuestra vendedora.'],
+      ['agent', '¡Hola! ¿Qué querés comprar?'],
+    ]);
+  });
+
+  it('a paused agent fails the execution with a clear reason', async () => {
+    const acct = await app.createAccount();
+    const agent = await app.admin('POST', `/accounts/${acct.id}/agents`, { ...SALES, status: 'paused' });
+    const flow = await createFlow(acct, {
+      name: 'Ventas',
+      trigger: { type: 'keyword', keywords: ['comprar'], match: 'contains' },
+      steps: [{ id: 'ag', type: 'agent', agentId: agent.body.id }],
+    });
+    await writes(acct, freshPhone(), 'Quiero comprar');
+    await app.admin('POST', '/jobs/automations/run');
+    const list = await app.admin('GET', `/accounts/${acct.id}/automations/${flow.id}/executions`);
+    expect(list.body.data[0]).toMatchObject({ status: 'failed', error: expect.stringContaining('pausa') });
+    expect(llm.requests).toHaveLength(0);
+  });
+});
+
+describe('PATCH phone-numbers {agentId}', () => {
+  it('an agent of another account, or an unknown one → 400 naming agentId; null unassigns', async () => {
+    const { acct } = await agentOnNumber();
+    const other = await app.createAccount();
+    const theirs = await app.admin('POST', `/accounts/${other.id}/agents`, { name: 'Otro' });
+    const r = await app.admin('PATCH', `/accounts/${acct.id}/phone-numbers/${acct.phoneNumberId}`, { agentId: theirs.body.id });
+    expect(r.status).toBe(400);
+    expect(r.body.details?.[0]?.path ?? r.body.error).toBeDefined();
+    expect(JSON.stringify(r.body)).toContain('agentId');
+    const off = await app.admin('PATCH', `/accounts/${acct.id}/phone-numbers/${acct.phoneNumberId}`, { agentId: null });
+    expect(off.status).toBe(200);
+    expect(off.body.agentId).toBeNull();
+    await writes(acct, freshPhone(), 'Hola');
+    await runAgents();
+    expect(llm.requests).toHaveLength(0);
+  });
+});
