@@ -26,6 +26,7 @@ export interface ReviewedMessage {
   direction: 'inbound' | 'outbound';
   type: string;
   text: string | null;
+  template_name?: string | null;
 }
 
 /** A summary longer than this is cut (the spec asks for one or two sentences). */
@@ -70,10 +71,10 @@ export function reviewSystemPrompt(agent: Pick<AgentRow, 'name' | 'goal'>, revie
   return out.join('\n');
 }
 
-/** A line of the transcript: the customer's messages are "Cliente", the business's "Empresa"; without text, the type. */
+/** A line of the transcript: the customer's messages are "Cliente", the business's "Empresa"; without text, the template or the type. */
 function line(m: ReviewedMessage): string {
   const who = m.direction === 'inbound' ? 'Cliente' : 'Empresa';
-  const text = m.text?.trim() ? m.text.trim() : `[${m.type}]`;
+  const text = m.text?.trim() ? m.text.trim() : m.template_name ? `[plantilla ${m.template_name}]` : `[${m.type}]`;
   return `${who}: ${text}`;
 }
 

@@ -32,7 +32,7 @@ const BATCH = 8;
  * ended_at): queues its review when the agent has `review` and the stretch is not a test one.
  * Returns whether it queued (then call wakeReviews after the commit).
  */
-export async function queueReview(trx: Trx, stretch: StretchRow, agent: AgentRow, now: Date): Promise<boolean> {
+export async function queueReview(trx: Trx, stretch: StretchRow, agent: Pick<AgentRow, 'review'>, now: Date): Promise<boolean> {
   if (agent.review === null || stretch.test) return false;
   if (stretch.ended_by === null) throw new Error('queueReview: the stretch has not ended');
   // Once per stretch: a second call for the same stretch queues nothing.
@@ -62,18 +62,25 @@ async function claim(s: Services, limit: number): Promise<{ id: string; claim: s
   return r.rows;
 }
 
-/** The stretch's messages: the conversation's, from `since` to its end, oldest first (reactions left out). */
-async function stretchMessages(db: Executor, review: ReviewRow, stretch: { since: Date; ended_at: Date | null }, now: Date) {
-  return db
+/** The newest messages of a stretch the review shows (a longer stretch is reviewed on its latest ones). */
+const MAX_MESSAGES = 200;
+
+/**
+ * The stretch's messages, oldest first: the conversation's from the one that started it
+ * (`since_id`) to its newest when it ended (`until_id`; UUIDv7 ids grow with time), reactions left out.
+ */
+async function stretchMessages(db: Executor, conversationId: string, stretch: { since_id: string; until_id: string | null }) {
+  const rows = await db
     .selectFrom('messages')
-    .select(['direction', 'type', 'text'])
-    .where('conversation_id', '=', review.conversation_id)
+    .select(['id', 'direction', 'type', 'text', 'template_name'])
+    .where('conversation_id', '=', conversationId)
     .where('type', '<>', 'reaction')
-    .where('created_at', '>=', stretch.since)
-    .where('created_at', '<=', stretch.ended_at ?? now)
-    .orderBy('created_at')
-    .orderBy('id')
+    .where('id', '>=', stretch.since_id)
+    .$if(stretch.until_id !== null, (q) => q.where('id', '<=', stretch.until_id as string))
+    .orderBy('id', 'desc')
+    .limit(MAX_MESSAGES)
     .execute();
+  return rows.reverse();
 }
 
 type Outcome = ({ status: 'done' } & ReviewOutcome) | { status: 'failed'; error: string };
@@ -143,7 +150,7 @@ async function runClaimed(s: Services, id: string, token: string): Promise<RunRe
   const agent = await s.db.selectFrom('agents').selectAll().where('id', '=', row.agent_id).executeTakeFirst();
   const stretch = await s.db
     .selectFrom('agent_stretches')
-    .select(['since', 'ended_at'])
+    .select(['since_id', 'until_id'])
     .where('id', '=', row.stretch_id)
     .executeTakeFirst();
   // Both cascade to the review: gone together.
@@ -152,7 +159,7 @@ async function runClaimed(s: Services, id: string, token: string): Promise<RunRe
   if (llm === null) return { row: await finish(s, row, token, { status: 'failed', error: reviewErrors.modelMissing }), modelFailed: false };
   // The agent's review as it is now (an agent that stopped being advanced since: nothing to grade or extract).
   const config = agent.review ?? { criteria: [], extract: [] };
-  const messages = await stretchMessages(s.db, row, stretch, s.clock.now());
+  const messages = await stretchMessages(s.db, row.conversation_id, stretch);
   let answer: ReviewAnswer;
   try {
     answer = await llm.json({
