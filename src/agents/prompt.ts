@@ -3,8 +3,8 @@
 // handoff phrases that pass to a person without asking the model. Pure functions: no database, no
 // clock (the caller passes `now`). The operator's test turn uses them; the stretch engine will too.
 import { keywordMatches } from '../automations/text.js';
-import { storableText } from '../http/storable.js';
 import type { AgentRow } from '../db/types.js';
+import { storableText } from '../http/storable.js';
 import type { ToolCall, ToolSpec } from '../llm/types.js';
 
 type AgentLike = Pick<AgentRow, 'instructions' | 'goal' | 'handoff'>;
