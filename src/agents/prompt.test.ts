@@ -90,6 +90,15 @@ describe('"Replies are sent in order"; "`data` keeps only the goal\'s field name
     expect(out.handoff).toBeNull();
   });
 
+  it('texts the database cannot store are cleaned: NUL dropped, a lone surrogate as U+FFFD', () => {
+    const out = interpretToolCalls(agent, [
+      call('reply', { text: 'Ho\u0000la \ud800' }),
+      call('goal_reached', { data: { producto: 'ye\u0000rba' }, summary: 'a\u0000b' }),
+    ]);
+    expect(out.replies).toEqual(['Hola \ufffd']);
+    expect(out.goal).toEqual({ data: { producto: 'yerba' }, summary: 'ab' });
+  });
+
   it('goal data keeps only the goal field names with string values', () => {
     const out = interpretToolCalls(agent, [
       call('reply', { text: 'Listo, te lo anoto.' }),

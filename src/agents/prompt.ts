@@ -4,6 +4,7 @@
 // clock (the caller passes `now`). The operator's test turn uses them; the stretch engine will too.
 import { keywordMatches } from '../automations/text.js';
 import type { AgentRow } from '../db/types.js';
+import { storableText } from '../http/storable.js';
 import type { ToolCall, ToolSpec } from '../llm/types.js';
 
 type AgentLike = Pick<AgentRow, 'instructions' | 'goal' | 'handoff'>;
@@ -144,7 +145,8 @@ export interface TurnOutcome {
   ignored: ToolCall[];
 }
 
-const str = (v: unknown): string => (typeof v === 'string' ? v.trim() : '');
+/** A model's text as we can store and send it (no NUL, no lone surrogate: http/storable.ts). */
+const str = (v: unknown): string => (typeof v === 'string' ? storableText(v).trim() : '');
 
 /**
  * What the model's tool calls mean: replies in order; `goal_reached`'s data trimmed to the goal's

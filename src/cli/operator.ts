@@ -237,12 +237,14 @@ export function operatorCommands(program: Command): void {
     });
   numbers
     .command('update <accountId> <phoneNumberId>')
-    .description('connect/disconnect a number or make it the default')
+    .description('connect/disconnect a number, make it the default, or assign its AI agent')
     .option('--status <status>', 'connected | disconnected')
     .option('--default', 'make it the default number')
+    .option('--agent <agentId>', 'the AI agent that answers its conversations ("none" unassigns)')
     .option(...DATA, jsonObject)
     .action(function (this: Command, id: string, pnId: string, o) {
-      return call(this, 'PATCH', `/accounts/${id}/phone-numbers/${pnId}`, body(o.data, { status: o.status, default: o.default }));
+      const agentId = o.agent === undefined ? undefined : o.agent === 'none' ? null : o.agent;
+      return call(this, 'PATCH', `/accounts/${id}/phone-numbers/${pnId}`, body(o.data, { status: o.status, default: o.default, agentId }));
     });
 
   const templates = program.command('templates').description('operator: message templates');
@@ -432,6 +434,42 @@ export function operatorCommands(program: Command): void {
   campaigns.command('cancel <accountId> <campaignId>').action(function (this: Command, id: string, cid: string) {
     return call(this, 'POST', `/accounts/${id}/campaigns/${cid}/cancel`);
   });
+
+  const agents = program.command('agents').description('operator: AI agents (docs/agents.md)');
+  agents
+    .command('create <accountId>')
+    .description('create an agent from a JSON file: {name, status?, instructions, goal?, handoff?, review?, model?, maxTurns?}')
+    .requiredOption('--file <path>', 'the agent, a JSON object (docs/agents.md)', jsonFile)
+    .option('--name <name>', 'overrides the file')
+    .option('--status <status>', 'paused (default) | active; overrides the file')
+    .action(function (this: Command, id: string, o) {
+      return call(this, 'POST', `/accounts/${id}/agents`, body(o.file, { name: o.name, status: o.status }));
+    });
+  agents.command('list <accountId>').action(function (this: Command, id: string) {
+    return call(this, 'GET', `/accounts/${id}/agents`);
+  });
+  agents.command('get <accountId> <agentId>').action(function (this: Command, id: string, agentId: string) {
+    return call(this, 'GET', `/accounts/${id}/agents/${agentId}`);
+  });
+  agents
+    .command('update <accountId> <agentId>')
+    .description('change any field (--file: the fields as JSON); a change of what it does adds 1 to its version')
+    .option('--file <path>', 'fields to change, a JSON object', jsonFile)
+    .option('--status <status>', 'active | paused')
+    .option('--name <name>')
+    .action(function (this: Command, id: string, agentId: string, o) {
+      return call(this, 'PATCH', `/accounts/${id}/agents/${agentId}`, body(o.file, { name: o.name, status: o.status }));
+    });
+  agents.command('delete <accountId> <agentId>').action(function (this: Command, id: string, agentId: string) {
+    return call(this, 'DELETE', `/accounts/${id}/agents/${agentId}`);
+  });
+  agents
+    .command('test <accountId> <agentId> <text>')
+    .description('one test turn: runs the model, sends nothing, emits nothing')
+    .option('--conversation <id>', 'continue this test conversation')
+    .action(function (this: Command, id: string, agentId: string, text: string, o) {
+      return call(this, 'POST', `/accounts/${id}/agents/${agentId}/test`, body(undefined, { text, conversationId: o.conversation }));
+    });
 
   const automations = program.command('automations').description('operator: automations (flows) and their executions');
   automations

@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config.js';
 import { createLlmClient } from '../../src/llm/client.js';
 import { automationsOf } from '../automations.js';
 import { type FakeLlm, startFakeLlm } from '../fakes/llm.js';
-import { freshPhone, type TestAccount, type TestApp, startTestApp } from '../harness.js';
+import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 let llm: FakeLlm;
 let app: TestApp;
@@ -84,7 +84,7 @@ async function caseOf(acct: TestAccount, id: string) {
 const reply = (text: string) => ({ name: 'reply', args: { text } });
 
 describe('"each inbound message produces one model turn: system prompt + the stretch\'s messages + tools"', () => {
-  it('a number\'s agent answers: tools reply/goal_reached/hand_off, the system prompt, and `reply` → an outbound message from the agent', async () => {
+  it("a number's agent answers: tools reply/goal_reached/hand_off, the system prompt, and `reply` → an outbound message from the agent", async () => {
     const { acct, agent } = await agentOnNumber();
     const customer = freshPhone();
     llm.toolCalls([reply('¡Hola Ana! ¿Qué yerba buscás?')]);
@@ -173,7 +173,13 @@ describe('"goal_reached({data, summary}) — data keeps only the goal\'s field n
     const customer = freshPhone();
     llm.toolCalls([
       reply('¡Listo! Te reservo 2 Amanda.'),
-      { name: 'goal_reached', args: { data: { producto: 'Amanda 1 kg', cantidad: '2', color: 'verde', direccion: 'Av. Siempreviva' }, summary: 'Compra 2 Amanda' } },
+      {
+        name: 'goal_reached',
+        args: {
+          data: { producto: 'Amanda 1 kg', cantidad: '2', color: 'verde', direccion: 'Av. Siempreviva' },
+          summary: 'Compra 2 Amanda',
+        },
+      },
     ]);
     const { conversationId, contactId } = await writes(acct, customer, 'Quiero 2 Amanda de 1 kg');
     const openCaseId = (await conversation(acct, conversationId)).openCaseId;
@@ -239,7 +245,10 @@ describe('"hand_off (by the model, a phrase, maxTurns, or model failure): agent.
 
   it('the model calls hand_off({reason, summary}): summary = reason + the summary', async () => {
     const { acct } = await agentOnNumber();
-    llm.toolCalls([reply('Te paso con una persona del equipo.'), { name: 'hand_off', args: { reason: 'Pide un descuento', summary: 'Quiere 10% off en 5 kg' } }]);
+    llm.toolCalls([
+      reply('Te paso con una persona del equipo.'),
+      { name: 'hand_off', args: { reason: 'Pide un descuento', summary: 'Quiere 10% off en 5 kg' } },
+    ]);
     const { conversationId } = await writes(acct, freshPhone(), '¿Me hacés un descuento?');
     await runAgents();
     const [e] = await app.events(acct.id, 'agent.handed_off');
@@ -316,7 +325,7 @@ describe('"idle (one hour without messages in the conversation)" ends the stretc
 });
 
 describe('"an automation\'s agent step assigns one conversation"', () => {
-  it('the flow greets, then the agent takes the conversation with the flow\'s messages as context', async () => {
+  it("the flow greets, then the agent takes the conversation with the flow's messages as context", async () => {
     const acct = await app.createAccount();
     const agent = await app.admin('POST', `/accounts/${acct.id}/agents`, SALES);
     expect(agent.status).toBe(201);
@@ -375,6 +384,147 @@ describe('PATCH phone-numbers {agentId}', () => {
     expect(off.status).toBe(200);
     expect(off.body.agentId).toBeNull();
     await writes(acct, freshPhone(), 'Hola');
+    await runAgents();
+    expect(llm.requests).toHaveLength(0);
+  });
+});
+
+describe('"one turn at a time per conversation, across processes"', () => {
+  it.skipIf(!process.env.DATABASE_URL)(
+    'on PostgreSQL: two processes, 20 customers writing 3 messages each through both while the model is slow → never two model calls of one conversation at once, every message answered',
+    async () => {
+      const two = await startTestApp({ sameDataAs: app, clock: app.clock, env: { LLM_BASE_URL: llm.url, LLM_MODEL: 'llama3.1' } });
+      try {
+        const { acct } = await agentOnNumber();
+        // Each customer writes "<n> …": the model's calls per customer are counted while they last.
+        const open = new Map<string, number>();
+        let overlap = 0;
+        llm.otherwise = (req) => {
+          const who = (req.lastUser ?? '').split(' ')[0] ?? '';
+          const now = (open.get(who) ?? 0) + 1;
+          if (now > 1) overlap++;
+          open.set(who, now);
+          setTimeout(() => open.set(who, (open.get(who) ?? 1) - 1), 150);
+          return { after: 150, answer: { text: null, toolCalls: [reply(`Respuesta a ${who}`)] } };
+        };
+        const N = 20;
+        const phones = Array.from({ length: N }, () => freshPhone());
+        const conversations = new Set<string>();
+        for (let round = 0; round < 3; round++) {
+          await Promise.all(
+            phones.map(async (phone, i) => {
+              const p = (i + round) % 2 === 0 ? app : two;
+              const res = await p.inbound({ accountId: acct.id, from: phone, text: `c${i} mensaje ${round}` });
+              expect(res.status, JSON.stringify(res.body)).toBe(201);
+              conversations.add(res.body.conversationId);
+            }),
+          );
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        for (let i = 0; i < 4; i++) await Promise.all([runAgents(app), runAgents(two)]);
+        expect(overlap).toBe(0);
+        // Every conversation's messages were all answered: its last turn covered its last message.
+        const db = app.rt.services.db;
+        const rows = await db
+          .selectFrom('agent_stretches')
+          .select(['conversation_id', 'status', 'answered_until', 'pending', 'claim'])
+          .where('account_id', '=', acct.id)
+          .execute();
+        expect(rows).toHaveLength(N);
+        for (const r of rows) {
+          const last = await db
+            .selectFrom('messages')
+            .select('id')
+            .where('conversation_id', '=', r.conversation_id)
+            .where('direction', '=', 'inbound')
+            .orderBy('id', 'desc')
+            .executeTakeFirstOrThrow();
+          expect(r).toMatchObject({ status: 'running', answered_until: last.id, claim: null });
+        }
+        // Between 1 and 3 turns per conversation (bursts answered together), each with its one reply.
+        const turns = await db
+          .selectFrom('agent_turns as t')
+          .innerJoin('agent_stretches as st', 'st.id', 't.stretch_id')
+          .select(['st.conversation_id', 't.replies_started', 't.status'])
+          .where('st.account_id', '=', acct.id)
+          .execute();
+        expect(turns.every((t) => t.status === 'done' && t.replies_started === 1)).toBe(true);
+        expect(llm.requests.length).toBe(turns.length);
+        expect(turns.length).toBeGreaterThanOrEqual(N);
+        expect(turns.length).toBeLessThanOrEqual(3 * N);
+      } finally {
+        await two.close();
+      }
+    },
+    60_000,
+  );
+});
+
+describe('"each model call and each reply is a stored step: a crash never sends a reply twice and never loses a customer\'s message"', () => {
+  // The state a crashed process leaves is written to the database as it would have left it: a
+  // claim whose lease has lapsed, and the turn as far as it got.
+  async function crashedTurn(replies: string[]) {
+    const { acct } = await agentOnNumber();
+    llm.toolCalls(replies.map(reply));
+    const { conversationId } = await writes(acct, freshPhone(), 'Hola');
+    await runAgents();
+    const db = app.rt.services.db;
+    const stretch = await db
+      .selectFrom('agent_stretches')
+      .selectAll()
+      .where('conversation_id', '=', conversationId)
+      .executeTakeFirstOrThrow();
+    const turn = await db.selectFrom('agent_turns').selectAll().where('stretch_id', '=', stretch.id).executeTakeFirstOrThrow();
+    const lapsed = { claim: '0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3f', run_at: new Date(app.clock.ms() - 1000), answered_until: null };
+    return { acct, conversationId, db, stretch, turn, lapsed };
+  }
+
+  it('a turn whose model answer was stored, with its first reply out: the next claim sends only the second, and asks nothing', async () => {
+    const { acct, conversationId, db, stretch, turn, lapsed } = await crashedTurn(['Uno', 'Dos']);
+    const [first, second] = turn.message_ids;
+    await db.deleteFrom('messages').where('id', '=', second!).execute();
+    await db
+      .updateTable('agent_turns')
+      .set({ status: 'decided', replies_started: 1, message_ids: JSON.stringify([first]), ended_at: null })
+      .where('id', '=', turn.id)
+      .execute();
+    await db.updateTable('agent_stretches').set(lapsed).where('id', '=', stretch.id).execute();
+    llm.requests.length = 0;
+    await runAgents();
+    expect(llm.requests).toHaveLength(0);
+    const out = (await messagesOf(acct, conversationId)).filter((m) => m.direction === 'outbound');
+    expect(out.map((m) => m.text)).toEqual(['Uno', 'Dos']);
+    const after = await db.selectFrom('agent_turns').selectAll().where('id', '=', turn.id).executeTakeFirstOrThrow();
+    expect(after).toMatchObject({ status: 'done', replies_started: 2 });
+  });
+
+  it('a turn left calling the model (its answer never stored): the next claim asks again and the customer is answered once', async () => {
+    const { acct, conversationId, db, stretch, turn, lapsed } = await crashedTurn(['Hola, ¿qué buscás?']);
+    await db.deleteFrom('messages').where('id', 'in', turn.message_ids).execute();
+    await db
+      .updateTable('agent_turns')
+      .set({ status: 'calling', replies_started: 0, message_ids: '[]', tool_calls: null, outcome: null, ended_at: null })
+      .where('id', '=', turn.id)
+      .execute();
+    await db.updateTable('agent_stretches').set(lapsed).where('id', '=', stretch.id).execute();
+    llm.requests.length = 0;
+    llm.toolCalls([reply('Hola, ¿qué buscás?')]);
+    await runAgents();
+    expect(llm.requests).toHaveLength(1);
+    expect(llm.requests[0].lastUser).toBe('Hola');
+    const out = (await messagesOf(acct, conversationId)).filter((m) => m.direction === 'outbound');
+    expect(out.map((m) => m.text)).toEqual(['Hola, ¿qué buscás?']);
+  });
+
+  it('a claim still held by a process (its lease not lapsed) is not taken: no second turn meanwhile', async () => {
+    const { db, stretch } = await crashedTurn(['Hola']);
+    const held = { claim: '0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3f', run_at: new Date(app.clock.ms() + 60_000) };
+    await db
+      .updateTable('agent_stretches')
+      .set({ ...held, pending: true })
+      .where('id', '=', stretch.id)
+      .execute();
+    llm.requests.length = 0;
     await runAgents();
     expect(llm.requests).toHaveLength(0);
   });

@@ -636,7 +636,7 @@ describe('rule 1: validation on save', () => {
     expect((await app.admin('GET', `/accounts/${acct.id}/automations/${ok.id}`)).body.steps).toEqual([{ id: 'f', type: 'end' }]);
   });
 
-  it('an agent step names an agent of the account: another account\'s or an unknown one is a 400 at agentId', async () => {
+  it("an agent step names an agent of the account: another account's or an unknown one is a 400 at agentId", async () => {
     const acct = await app.createAccount();
     const r = await app.admin('POST', `/accounts/${acct.id}/automations`, {
       name: 'Agente',

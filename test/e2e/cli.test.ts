@@ -536,6 +536,29 @@ describe('operator commands against a running server (operator.md)', () => {
     expect(json(await cli(['automations', 'list', acc.id], env)).data).toEqual([]);
   }, 120_000);
 
+  it('agents create --file, list, get, update, test, delete, and numbers update --agent: the operator API through the CLI (operator.md "CLI")', async () => {
+    const acc = await app.createAccount();
+    const dir = tempDir('chasqui-agent-');
+    const file = join(dir, 'agent.json');
+    writeFileSync(file, JSON.stringify({ name: 'Ventas', instructions: 'Sos la vendedora.', maxTurns: 5 }));
+    const created = json(await cli(['agents', 'create', acc.id, '--file', file], env));
+    expect(created).toMatchObject({ name: 'Ventas', status: 'paused', version: '1', maxTurns: 5 });
+    expect(json(await cli(['agents', 'list', acc.id], env)).data.map((a: any) => a.id)).toEqual([created.id]);
+    writeFileSync(file, JSON.stringify({ instructions: 'Sos la vendedora de yerba.' }));
+    const changed = json(await cli(['agents', 'update', acc.id, created.id, '--file', file, '--name', 'Ventas 2'], env));
+    expect(changed).toMatchObject({ name: 'Ventas 2', version: '2', instructions: 'Sos la vendedora de yerba.' });
+    expect(json(await cli(['agents', 'get', acc.id, created.id], env)).version).toBe('2');
+    const assigned = json(await cli(['numbers', 'update', acc.id, acc.phoneNumberId, '--agent', created.id], env));
+    expect(assigned.agentId).toBe(created.id);
+    expect(json(await cli(['numbers', 'update', acc.id, acc.phoneNumberId, '--agent', 'none'], env)).agentId).toBeNull();
+    // This server has no model: a test turn is refused with the server's 409, exit code 1.
+    const test = await cli(['agents', 'test', acc.id, created.id, 'Hola'], env);
+    expect(test.code).toBe(1);
+    expect(test.stderr).toContain('LLM_BASE_URL');
+    expect(await cli(['agents', 'delete', acc.id, created.id], env)).toMatchObject({ code: 0 });
+    expect(json(await cli(['agents', 'list', acc.id], env)).data).toEqual([]);
+  }, 120_000);
+
   it('a server error is printed as the server wrote it, exit code 1', async () => {
     const missing = '0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3e';
     const r = await cli(['accounts', 'get', missing], env);
