@@ -470,6 +470,20 @@ export function operatorCommands(program: Command): void {
     .action(function (this: Command, id: string, agentId: string, text: string, o) {
       return call(this, 'POST', `/accounts/${id}/agents/${agentId}/test`, body(undefined, { text, conversationId: o.conversation }));
     });
+  agents
+    .command('reviews <accountId> <agentId>')
+    .description("the reviews of an advanced agent's stretches, newest first")
+    .option('--limit <n>', '1 to 200', int)
+    .option('--after <reviewId>', 'the last id of the previous page')
+    .action(function (this: Command, id: string, agentId: string, o) {
+      return call(this, 'GET', `/accounts/${id}/agents/${agentId}/reviews${q({ limit: o.limit, after: o.after })}`);
+    });
+  agents
+    .command('rerun-review <accountId> <agentId> <reviewId>')
+    .description('run a review again now (one model call; emits agent.conversation_reviewed again)')
+    .action(function (this: Command, id: string, agentId: string, reviewId: string) {
+      return call(this, 'POST', `/accounts/${id}/agents/${agentId}/reviews/${reviewId}/rerun`);
+    });
 
   const automations = program.command('automations').description('operator: automations (flows) and their executions');
   automations

@@ -559,6 +559,23 @@ describe('operator commands against a running server (operator.md)', () => {
     expect(json(await cli(['agents', 'list', acc.id], env)).data).toEqual([]);
   }, 120_000);
 
+  it('agents reviews and rerun-review: the review routes through the CLI (operator.md "CLI")', async () => {
+    const acc = await app.createAccount();
+    const dir = tempDir('chasqui-agent-');
+    const file = join(dir, 'agent.json');
+    writeFileSync(file, JSON.stringify({ name: 'Ventas', review: { criteria: [{ name: 'saludo', kind: 'pass_fail' }], extract: [] } }));
+    const created = json(await cli(['agents', 'create', acc.id, '--file', file], env));
+    expect(json(await cli(['agents', 'reviews', acc.id, created.id, '--limit', '5'], env))).toEqual({
+      data: [],
+      hasMore: false,
+      nextCursor: null,
+    });
+    const missing = '0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3e';
+    const r = await cli(['agents', 'rerun-review', acc.id, created.id, missing], env);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('No encontramos esa revisión para este agente. Revisá los ids.');
+  }, 120_000);
+
   it('a server error is printed as the server wrote it, exit code 1', async () => {
     const missing = '0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3e';
     const r = await cli(['accounts', 'get', missing], env);
