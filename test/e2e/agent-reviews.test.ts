@@ -208,6 +208,22 @@ describe('"When a stretch of an agent with `review` ends, one model call with a 
     expect(events.map((e) => e.data.endedBy)).toEqual(['idle']);
     expect(reviewRequests()[0]?.lastUser).toBe('La conversación:\n\nCliente: Hola\nEmpresa: ¿Qué yerba buscás?');
   });
+
+  it('"a team member who sends in the conversation ends the agent\'s part: the stretch ends as handoff": that stretch is reviewed too, the team\'s message in it', async () => {
+    const acct = await app.createAccount();
+    await numberAgent(acct);
+    const w = await endedStretch(acct, { text: null, toolCalls: [{ name: 'reply', args: { text: '¿Qué yerba buscás?' } }] }, 'Hola');
+    const team = await app.admin('POST', `/accounts/${acct.id}/conversations/${w.conversationId}/messages`, {
+      text: 'Hola, soy Laura del equipo',
+      by: { id: 'u-1', name: 'Laura' },
+    });
+    expect(team.status, JSON.stringify(team.body)).toBe(201);
+    await runJob('agent-reviews');
+    expect((await reviewed(acct)).map((e) => [e.data.conversationId, e.data.endedBy])).toEqual([[w.conversationId, 'handoff']]);
+    expect(reviewRequests().at(-1)?.lastUser).toBe(
+      'La conversación:\n\nCliente: Hola\nEmpresa: ¿Qué yerba buscás?\nEmpresa: Hola, soy Laura del equipo',
+    );
+  });
 });
 
 describe('"Once per stretch; again on rerun. Reviews are stored and listed."', () => {
