@@ -5,7 +5,7 @@
 // a stretch starts or gets a message; polls for the rest.
 import { sql } from 'kysely';
 import { type JsonRow, withDates } from '../db/json-row.js';
-import type { AccountRow, AgentRow, ContactRow, StretchRow } from '../db/types.js';
+import type { AccountRow, AgentRow, ContactRow, StretchRow, TurnRow } from '../db/types.js';
 import { ClaimLoop } from '../jobs/claim-loop.js';
 import { newId } from '../lib/ids.js';
 import type { AgentWorker, Services } from '../services.js';
@@ -49,7 +49,7 @@ export class AgentRunner implements AgentWorker {
 
   /**
    * Claims up to `limit` due stretches (or the one named); their `run_at` becomes the lease's end.
-   * One statement returns each with its agent, contact and account.
+   * One statement returns each with its agent, contact, account and unfinished turn.
    */
   private async claim(limit: number, id?: string): Promise<ClaimedStretch[]> {
     if (limit <= 0) return [];
@@ -57,7 +57,7 @@ export class AgentRunner implements AgentWorker {
     const lease = new Date(now.getTime() + leaseMs(this.s));
     const claim = newId();
     const only = id ? sql`AND id = ${id}` : sql``;
-    const r = await sql<StretchRow & { agent: JsonRow; contact: JsonRow; account: JsonRow }>`
+    const r = await sql<StretchRow & { agent: JsonRow; contact: JsonRow; account: JsonRow; turn: JsonRow | null }>`
       WITH c AS (
         UPDATE agent_stretches st SET claim = ${claim}, run_at = ${lease}, updated_at = ${now}
         WHERE st.id IN (
@@ -66,16 +66,18 @@ export class AgentRunner implements AgentWorker {
           ORDER BY run_at LIMIT ${limit}
           FOR UPDATE SKIP LOCKED)
         RETURNING st.*)
-      SELECT c.*, to_jsonb(a) AS agent, to_jsonb(ct) AS contact, to_jsonb(acc) AS account
+      SELECT c.*, to_jsonb(a) AS agent, to_jsonb(ct) AS contact, to_jsonb(acc) AS account,
+        (SELECT to_jsonb(t) FROM agent_turns t WHERE t.stretch_id = c.id AND t.status <> 'done' ORDER BY t.n DESC LIMIT 1) AS turn
       FROM c
       JOIN agents a ON a.id = c.agent_id
       JOIN contacts ct ON ct.id = c.contact_id
       JOIN accounts acc ON acc.id = c.account_id`.execute(this.s.db);
-    return r.rows.map(({ agent, contact, account, ...row }) => ({
+    return r.rows.map(({ agent, contact, account, turn, ...row }) => ({
       row: withDates<StretchRow>(row, []),
       agent: withDates<AgentRow>(agent, ['created_at', 'updated_at', 'deleted_at']),
       contact: withDates<ContactRow>(contact, ['created_at', 'updated_at']),
       account: withDates<AccountRow>(account, ['created_at', 'updated_at']),
+      turn: turn ? withDates<TurnRow>(turn, ['started_at', 'ended_at']) : null,
     }));
   }
 }

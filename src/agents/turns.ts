@@ -1,7 +1,7 @@
 // Running a claimed stretch (docs/agents.md "Stretches", "Durability"): one model turn per burst
 // of inbound messages, one turn at a time per conversation (the claim), each part a stored step.
 //
-//   begin   — reads the inbound messages no turn answered yet; none: idle check or rest. A
+//   begin   — reads the stretch's latest messages; none unanswered: idle check or rest. A
 //             handoff phrase or maxTurns ends the stretch without asking the model. Else a turn
 //             row `calling` is stored.
 //   call    — the model is asked (outside any transaction); its answer is stored (`decided`)
@@ -12,20 +12,12 @@
 //             handoff ends the stretch, or the turn is done and the claim released.
 //
 // Every write checks the claim (`WHERE id AND claim AND status = 'running'`): a runner whose
-// stretch ended meanwhile (the team wrote) or whose lease lapsed writes nothing.
+// stretch ended meanwhile (the team wrote) or whose lease lapsed writes nothing. The writes that
+// touch the turn too are one statement each (WITH st AS (UPDATE the stretch …) UPDATE the turn).
 import { sql, type Updateable } from 'kysely';
-import type { Trx } from '../db/index.js';
+import type { Executor, Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
-import type {
-  AccountRow,
-  AgentRow,
-  AgentStretchesTable,
-  AgentTurnsTable,
-  ContactRow,
-  StretchRow,
-  TurnDecision,
-  TurnRow,
-} from '../db/types.js';
+import type { AccountRow, AgentRow, AgentStretchesTable, ContactRow, MessageRow, StretchRow, TurnDecision, TurnRow } from '../db/types.js';
 import { ApiError, ValidationError } from '../http/errors.js';
 import { agentTexts } from '../http/messages.es-AR.js';
 import { newId } from '../lib/ids.js';
@@ -41,6 +33,8 @@ export interface ClaimedStretch {
   agent: AgentRow;
   contact: ContactRow;
   account: AccountRow;
+  /** Its turn not done yet (a crash left it, or its claim lapsed), if any. */
+  turn: TurnRow | null;
 }
 
 /** How long a claim holds a stretch: longer than a turn's model call with its retries. */
@@ -58,55 +52,49 @@ interface Ctx {
   c: ClaimedStretch;
 }
 
-type Next = 'go' | 'rest';
-
-/** Runs a claimed stretch until it rests (no unanswered message) or ends; returns the steps taken. */
+/**
+ * Runs one claim of a stretch: the turn a crash left, or a new one for the messages no turn
+ * answered (or the idle check). Every path ends by releasing the claim or ending the stretch.
+ * Returns the steps taken (1, or 0 when the process is stopping).
+ */
 export async function runStretch(s: Services, claimed: ClaimedStretch, stopping: () => boolean): Promise<number> {
   const x: Ctx = { s, c: claimed };
-  let n = 0;
   try {
-    for (;;) {
-      if (stopping()) {
-        await release(x, s.clock.now());
-        return n;
-      }
-      n += 1;
-      if ((await step(x)) === 'rest') return n;
+    if (stopping()) {
+      await release(x, s.clock.now());
+      return 0;
     }
+    const turn = claimed.turn;
+    if (!turn) await begin(x);
+    else if (turn.status === 'calling') await call(x, turn, asChat(await stretchMessages(s.db, claimed.row, turn.inbound_until)));
+    else await act(x, turn);
+    return 1;
   } catch (err) {
-    if (err instanceof Lost) return n;
+    if (err instanceof Lost) return 1;
     s.log.warn({ err: { message: (err as Error).message }, stretchId: claimed.row.id }, 'agent turn failed unexpectedly');
     await release(x, new Date(s.clock.ms() + RETRY_MS)).catch(() => {});
-    return n;
+    return 1;
   }
 }
 
-async function step(x: Ctx): Promise<Next> {
-  const turn = await x.s.db
-    .selectFrom('agent_turns')
-    .selectAll()
-    .where('stretch_id', '=', x.c.row.id)
-    .where('status', '<>', 'done')
-    .orderBy('n', 'desc')
-    .executeTakeFirst();
-  if (!turn) return begin(x);
-  if (turn.status === 'calling') return call(x, turn);
-  return act(x, turn);
-}
-
-/** Writes the stretch's fields if this runner still holds it; else Lost. */
-async function update(trx: Trx, x: Ctx, set: Updateable<AgentStretchesTable>): Promise<StretchRow> {
-  const row = await trx
+/** The UPDATE of the stretch while this runner holds it, for a statement that composes it (WITH st AS …). */
+function holdSql(x: Ctx, set: Updateable<AgentStretchesTable>) {
+  return x.s.db
     .updateTable('agent_stretches')
     .set({ ...set, updated_at: x.s.clock.now() })
     .where('id', '=', x.c.row.id)
     .where('claim', '=', x.c.row.claim)
     .where('status', '=', 'running')
-    .returningAll()
-    .executeTakeFirst();
-  if (!row) throw new Lost();
-  x.c.row = row;
-  return row;
+    .returningAll();
+}
+
+/** Writes the stretch's fields if this runner still holds it; else Lost. */
+async function update(trx: Trx, x: Ctx, set: Updateable<AgentStretchesTable>): Promise<StretchRow> {
+  const row = await trx.executeQuery(holdSql(x, set).compile());
+  const first = row.rows[0];
+  if (!first) throw new Lost();
+  x.c.row = first;
+  return first;
 }
 
 const lease = (x: Ctx): Date => new Date(x.s.clock.ms() + leaseMs(x.s));
@@ -125,29 +113,46 @@ async function release(x: Ctx, at: Date): Promise<void> {
   await transaction(x.s.db, (trx) => update(trx, x, { claim: null, run_at: dueAgainSql(x.s.clock.now(), at) }));
 }
 
-/** The inbound messages no turn answered yet, oldest first (reactions are not messages to answer). */
-function unanswered(trx: Trx, row: StretchRow) {
-  return trx
+type StretchMessage = Pick<MessageRow, 'id' | 'direction' | 'type' | 'text' | 'template_name'>;
+
+/**
+ * The stretch's latest messages, oldest first (reactions are not messages): the customer's up to
+ * `upTo` when given (a resumed turn's newest; later ones are the next turn's), the business's all.
+ */
+async function stretchMessages(db: Executor, row: StretchRow, upTo?: string): Promise<StretchMessage[]> {
+  const rows = await db
     .selectFrom('messages')
-    .select(['id', 'text', 'type'])
+    .select(['id', 'direction', 'type', 'text', 'template_name'])
     .where('conversation_id', '=', row.conversation_id)
-    .where('direction', '=', 'inbound')
-    .where('type', '<>', 'reaction')
     .where('id', '>=', row.since_id)
-    .$if(row.answered_until !== null, (q) => q.where('id', '>', row.answered_until!))
-    .orderBy('id')
+    .where('type', '<>', 'reaction')
+    .$if(upTo !== undefined, (q) => q.where((eb) => eb.or([eb('direction', '=', 'outbound'), eb('id', '<=', upTo as string)])))
+    .orderBy('id', 'desc')
+    .limit(HISTORY)
     .execute();
+  return rows.reverse();
 }
 
-async function begin(x: Ctx): Promise<Next> {
+/** The messages as the model reads them: the customer's as `user`, the business's as `assistant`. */
+const asChat = (rows: StretchMessage[]): ChatMessage[] =>
+  rows.map((m) =>
+    m.direction === 'inbound'
+      ? { role: 'user' as const, content: m.text ?? `[${m.type}]` }
+      : { role: 'assistant' as const, content: m.text ?? (m.template_name ? `[plantilla ${m.template_name}]` : `[${m.type}]`) },
+  );
+
+type Begun = { end: Ending } | { turn: TurnRow; history: ChatMessage[] } | 'rest';
+
+async function begin(x: Ctx): Promise<void> {
   const now = x.s.clock.now();
   const { agent } = x.c;
-  const decided = await transaction(x.s.db, async (trx): Promise<{ end: Ending } | { turn: TurnRow } | 'rest'> => {
+  const begun = await transaction(x.s.db, async (trx): Promise<Begun> => {
     // `pending` is cleared before the messages are read: one that commits later sets it again
     // (after this transaction: the row is locked), and the release finds it.
     const row = await update(trx, x, { pending: false, run_at: lease(x) });
-    const inbound = await unanswered(trx, row);
-    const newest = inbound.at(-1);
+    const recent = await stretchMessages(trx, row);
+    // The customer's messages no turn answered yet (a turn answers all of them, however many).
+    const newest = recent.findLast((m) => m.direction === 'inbound' && (row.answered_until === null || m.id > row.answered_until));
     if (!newest) {
       if (now.getTime() - row.last_activity_at.getTime() >= IDLE_MS) return { end: { by: 'idle' } };
       await update(trx, x, { claim: null, run_at: dueAgainSql(now) });
@@ -156,86 +161,65 @@ async function begin(x: Ctx): Promise<Next> {
     if (agent.deleted_at !== null || agent.status !== 'active') {
       return { end: { by: 'handoff', reason: agentTexts.agentOff, summary: '', event: true } };
     }
-    if (inbound.some((m) => m.text !== null && matchesHandoffPhrase(agent, m.text))) {
+    const unanswered = recent.filter((m) => m.direction === 'inbound' && (row.answered_until === null || m.id > row.answered_until));
+    if (unanswered.some((m) => m.text !== null && matchesHandoffPhrase(agent, m.text))) {
       return { end: { by: 'handoff', reason: agentTexts.phraseHandoff, summary: '', event: true } };
     }
-    if (row.turns >= agent.max_turns)
+    if (row.turns >= agent.max_turns) {
       return { end: { by: 'handoff', reason: agentTexts.maxTurns(agent.max_turns), summary: '', event: true } };
+    }
     const turn = await trx
       .insertInto('agent_turns')
       .values({ id: newId(), stretch_id: row.id, n: row.turns + 1, inbound_until: newest.id, started_at: now })
       .returningAll()
       .executeTakeFirstOrThrow();
     await update(trx, x, { turns: row.turns + 1 });
-    return { turn };
+    return { turn, history: asChat(recent) };
   });
-  if (decided === 'rest') return 'rest';
-  if ('end' in decided) return end(x, decided.end);
-  return call(x, decided.turn);
+  if (begun === 'rest') return;
+  if ('end' in begun) return end(x, begun.end);
+  return call(x, begun.turn, begun.history);
 }
 
-/** The stretch's messages as the model reads them: the customer's as `user`, the business's as `assistant`. */
-async function history(x: Ctx, turn: TurnRow): Promise<ChatMessage[]> {
-  const rows = await x.s.db
-    .selectFrom('messages')
-    .select(['id', 'direction', 'type', 'text', 'template_name'])
-    .where('conversation_id', '=', x.c.row.conversation_id)
-    .where('id', '>=', x.c.row.since_id)
-    .where((eb) => eb.or([eb('direction', '=', 'outbound'), eb('id', '<=', turn.inbound_until)]))
-    .where('type', '<>', 'reaction')
-    .orderBy('id', 'desc')
-    .limit(HISTORY)
-    .execute();
-  return rows
-    .reverse()
-    .map((m) =>
-      m.direction === 'inbound'
-        ? { role: 'user' as const, content: m.text ?? `[${m.type}]` }
-        : { role: 'assistant' as const, content: m.text ?? (m.template_name ? `[plantilla ${m.template_name}]` : `[${m.type}]`) },
-    );
-}
-
-async function call(x: Ctx, turn: TurnRow): Promise<Next> {
+async function call(x: Ctx, turn: TurnRow, history: ChatMessage[]): Promise<void> {
   const { agent, contact, row } = x.c;
   const llm = x.s.llm;
   let decision: TurnDecision;
   let toolCalls: { name: string; arguments: Record<string, unknown> }[];
   try {
     if (llm === null) throw new ModelError('no language model is configured');
-    const messages: ChatMessage[] = [
-      {
-        role: 'system',
-        content: systemPrompt(agent, {
-          contactName: contact.name,
-          attributes: contact.attributes,
-          gathered: row.goal_data ?? {},
-          now: x.s.clock.now(),
-        }),
-      },
-      ...(await history(x, turn)),
-    ];
-    const result = await llm.chat({ model: agent.model, messages, tools: agentTools(agent) });
+    const system = systemPrompt(agent, {
+      contactName: contact.name,
+      attributes: contact.attributes,
+      gathered: row.goal_data ?? {},
+      now: x.s.clock.now(),
+    });
+    const result = await llm.chat({
+      model: agent.model,
+      messages: [{ role: 'system', content: system }, ...history],
+      tools: agentTools(agent),
+    });
     const outcome = interpretToolCalls(agent, result.toolCalls);
     decision = { replies: outcome.replies, goal: outcome.goal, handoff: outcome.handoff };
     toolCalls = result.toolCalls.map((t) => ({ name: t.name, arguments: t.arguments }));
   } catch (err) {
     if (!(err instanceof ModelError)) throw err;
-    // "a customer is never left without an answer or a person"
-    await storeTurn(x, turn, { status: 'done', error: err.message });
+    // "a customer is never left without an answer or a person" (the turn ends with the stretch)
+    x.s.log.info({ stretchId: row.id, reason: err.message }, 'agent hands off: the model did not answer');
     return end(x, { by: 'handoff', reason: '', summary: agentTexts.modelFailed, event: true });
   }
-  const decided = await storeTurn(x, turn, { status: 'decided', tool_calls: JSON.stringify(toolCalls), outcome: JSON.stringify(decision) });
+  // The answer is stored before anything goes out, with the lease renewed: one statement.
+  const r = await sql<TurnRow>`
+    WITH st AS (${holdSql(x, { run_at: lease(x) })})
+    UPDATE agent_turns t SET status = 'decided', tool_calls = ${JSON.stringify(toolCalls)}::jsonb, outcome = ${JSON.stringify(decision)}::jsonb
+    FROM st WHERE t.id = ${turn.id}
+    RETURNING t.*`.execute(x.s.db);
+  const decided = r.rows[0];
+  if (!decided) throw new Lost();
   return act(x, decided);
 }
 
-async function storeTurn(x: Ctx, turn: TurnRow, set: Updateable<AgentTurnsTable>): Promise<TurnRow> {
-  return transaction(x.s.db, async (trx) => {
-    await update(trx, x, { run_at: lease(x) });
-    return trx.updateTable('agent_turns').set(set).where('id', '=', turn.id).returningAll().executeTakeFirstOrThrow();
-  });
-}
-
-async function act(x: Ctx, turn: TurnRow): Promise<Next> {
+async function act(x: Ctx, turn: TurnRow): Promise<void> {
   const d = turn.outcome ?? { replies: [], goal: null, handoff: null };
   for (let i = turn.replies_started; i < d.replies.length; i++) {
     const sent = await reply(x, turn, i, d.replies[i] as string);
@@ -243,12 +227,13 @@ async function act(x: Ctx, turn: TurnRow): Promise<Next> {
   }
   if (d.goal) return end(x, { by: 'goal', data: d.goal.data, summary: d.goal.summary });
   if (d.handoff) return end(x, { by: 'handoff', reason: d.handoff.reason, summary: d.handoff.summary, event: true });
+  // The turn is done and the claim released, in one statement.
   const now = x.s.clock.now();
-  await transaction(x.s.db, async (trx) => {
-    await trx.updateTable('agent_turns').set({ status: 'done', ended_at: now }).where('id', '=', turn.id).execute();
-    await update(trx, x, { answered_until: turn.inbound_until, claim: null, run_at: dueAgainSql(now) });
-  });
-  return 'rest';
+  const r = await sql`
+    WITH st AS (${holdSql(x, { answered_until: turn.inbound_until, claim: null, run_at: dueAgainSql(now) })})
+    UPDATE agent_turns t SET status = 'done', ended_at = ${now}::timestamptz FROM st WHERE t.id = ${turn.id}
+    RETURNING t.id`.execute(x.s.db);
+  if (r.rows.length === 0) throw new Lost();
 }
 
 /**
@@ -267,15 +252,14 @@ async function reply(x: Ctx, turn: TurnRow, i: number, text: string): Promise<bo
       origin: {
         source: 'agent',
         by: { id: agent.id, name: agent.name },
+        // The stretch still ours and the turn's count moved, in the message's transaction.
         inTransaction: async (trx, messageId) => {
-          await update(trx, x, { last_activity_at: x.s.clock.now(), run_at: lease(x) });
-          const started = await trx
-            .updateTable('agent_turns')
-            .set({ replies_started: i + 1, message_ids: sql`message_ids || ${JSON.stringify([messageId])}::jsonb` })
-            .where('id', '=', turn.id)
-            .where('replies_started', '=', i)
-            .executeTakeFirst();
-          if (Number(started.numUpdatedRows) !== 1) throw new Lost();
+          const r = await sql`
+            WITH st AS (${holdSql(x, { last_activity_at: x.s.clock.now(), run_at: lease(x) })})
+            UPDATE agent_turns t SET replies_started = ${i + 1}, message_ids = t.message_ids || ${JSON.stringify([messageId])}::jsonb
+            FROM st WHERE t.id = ${turn.id} AND t.replies_started = ${i}
+            RETURNING t.id`.execute(trx);
+          if (r.rows.length === 0) throw new Lost();
         },
       },
     });
@@ -290,9 +274,8 @@ async function reply(x: Ctx, turn: TurnRow, i: number, text: string): Promise<bo
 }
 
 /** Ends the stretch under this claim (stretches.ts endStretch); Lost when it is no longer ours. */
-async function end(x: Ctx, ending: Ending): Promise<'rest'> {
+async function end(x: Ctx, ending: Ending): Promise<void> {
   const ended = await transaction(x.s.db, (trx) => endStretch(trx, x.c.row, x.c.agent, ending, x.c.row.claim, x.s.clock.now()));
   if (!ended) throw new Lost();
   x.s.dispatcher.wake();
-  return 'rest';
 }
