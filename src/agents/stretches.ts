@@ -15,6 +15,7 @@ import type { AgentRow, StretchRow } from '../db/types.js';
 import { agentTexts } from '../http/messages.es-AR.js';
 import { newId } from '../lib/ids.js';
 import { emitEvent } from '../webhooks/outbox.js';
+import { queueReview } from './reviews.js';
 
 /** "one hour without messages in the conversation" (agents.md). */
 export const IDLE_MS = 60 * 60 * 1000;
@@ -89,7 +90,7 @@ export function handoffSummary(reason: string, summary: string): string {
 export async function endStretch(
   trx: Trx,
   stretch: StretchRow,
-  agent: Pick<AgentRow, 'id' | 'name'>,
+  agent: Pick<AgentRow, 'id' | 'name' | 'review'>,
   ending: Ending,
   claim: string | null,
   now: Date,
@@ -136,6 +137,8 @@ export async function endStretch(
     .where('stretch_id', '=', stretch.id)
     .where('status', '<>', 'done')
     .execute();
+  // An advanced agent's stretch is reviewed (agents/reviews.ts; not for test stretches).
+  await queueReview(trx, ended, agent, now);
 
   if (ending.by === 'handoff' && ending.event) {
     await addNote(
@@ -173,16 +176,16 @@ export async function endStretchByTeam(trx: Trx, conversationId: string, now: Da
     .selectFrom('agent_stretches as st')
     .innerJoin('agents as a', 'a.id', 'st.agent_id')
     .selectAll('st')
-    .select(['a.name as agent_name'])
+    .select(['a.name as agent_name', 'a.review as agent_review'])
     .where('st.conversation_id', '=', conversationId)
     .where('st.status', '=', 'running')
     .executeTakeFirst();
   if (!running) return null;
-  const { agent_name, ...stretch } = running;
+  const { agent_name, agent_review, ...stretch } = running;
   return endStretch(
     trx,
     stretch,
-    { id: stretch.agent_id, name: agent_name },
+    { id: stretch.agent_id, name: agent_name, review: agent_review },
     { by: 'handoff', reason: agentTexts.teamStepped, summary: '', event: false },
     null,
     now,

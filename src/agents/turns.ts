@@ -25,6 +25,7 @@ import { type ChatMessage, ModelError } from '../llm/types.js';
 import { sendMessage } from '../messages/send.js';
 import type { Services } from '../services.js';
 import { agentTools, interpretToolCalls, matchesHandoffPhrase, systemPrompt } from './prompt.js';
+import { wakeReviews } from './reviews.js';
 import { type Ending, endStretch, IDLE_MS } from './stretches.js';
 
 /** A claimed stretch with what a turn reads first (one statement: runner.ts `claim`). */
@@ -278,4 +279,5 @@ async function end(x: Ctx, ending: Ending): Promise<void> {
   const ended = await transaction(x.s.db, (trx) => endStretch(trx, x.c.row, x.c.agent, ending, x.c.row.claim, x.s.clock.now()));
   if (!ended) throw new Lost();
   x.s.dispatcher.wake();
+  wakeReviews(x.s);
 }
