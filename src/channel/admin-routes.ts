@@ -30,7 +30,9 @@ const PatchInput = z.strictObject({
   default: z.boolean().optional().describe('true makes it the default number (the previous default stops being it)'),
   agentId: Uuid.nullable()
     .optional()
-    .describe('The AI agent that answers every conversation on this number without a running automation; null: none'),
+    .describe(
+      'The AI agent that answers the conversations on this number that no automation, running agent or team member handles (docs/agents.md "Who answers a customer"): an agent of the account, not deleted (a paused one answers once active); null: none',
+    ),
 });
 
 const OperatorNumberView = PhoneNumberView.extend({

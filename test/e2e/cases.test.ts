@@ -1,6 +1,7 @@
 // Cases and pipelines (api.md §2 "Case", §3 "Case", §4; decisions.md "Resources", "Endpoints",
 // "Event data keys"; operator.md "Pipelines, cases and campaigns"; the case-timeouts job).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobs } from '../../src/jobs/registry.js';
 import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 let app: TestApp;
@@ -577,10 +578,11 @@ describe('the case-timeouts job (POST /admin/v1/jobs/{name}/run)', () => {
     expect((await acc.call('GET', `/cases/${marked.case.id}`)).body).toMatchObject({ status: 'open', stage: { stage: { kind: 'open' } } });
   });
 
-  it('unknown job → 404 job_not_found', async () => {
+  it('unknown job → 404 job_not_found, whose text names every job (operator.md "Jobs")', async () => {
     const res = await app.admin('POST', '/jobs/nope/run');
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ error: expect.any(String), cause: null });
+    for (const name of Object.keys(jobs)) expect(res.body.error).toContain(name);
     expect((await app.admin('POST', '/jobs/constructor/run')).status).toBe(404);
   });
 });
