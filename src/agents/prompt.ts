@@ -75,7 +75,7 @@ export function systemPrompt(agent: AgentLike, ctx: PromptContext): string {
   out.push('- Escribile al cliente solo con la herramienta reply({text}); podés llamarla varias veces, en orden.');
   if (agent.goal) {
     out.push(
-      '- Cuando tengas todos los datos obligatorios del objetivo, llamá a goal_reached({data, summary}) con los datos obtenidos y un resumen breve.',
+      '- Cuando tengas todos los datos obligatorios del objetivo, llamá a goal_reached({data, summary}) con los datos obtenidos y un resumen breve. Si la llamás sin todos los obligatorios, guardamos los que mandes y la conversación sigue.',
     );
   }
   out.push(

@@ -65,10 +65,14 @@ export async function startStretch(trx: Trx, n: NewStretch, now: Date): Promise<
   return row.id;
 }
 
-/** How a stretch ends. `event: false`: the team stepped in (no agent.handed_off, no handedOffAt). */
+/**
+ * How a stretch ends. `data`: the goal's fields obtained (all the required ones on a goal; on a
+ * handoff what was gathered so far). `event: false`: the team stepped in (no agent.handed_off,
+ * no handedOffAt).
+ */
 export type Ending =
   | { by: 'goal'; data: Record<string, string>; summary: string }
-  | { by: 'handoff'; reason: string; summary: string; event: boolean }
+  | { by: 'handoff'; reason: string; summary: string; event: boolean; data?: Record<string, string> }
   | { by: 'idle' };
 
 /** The handoff's summary in agent.handed_off and the team's note: the reason, then the model's summary. */
@@ -116,7 +120,7 @@ export async function endStretch(
       status: 'ended',
       ended_by: ending.by,
       summary,
-      ...(ending.by === 'goal' ? { goal_data: JSON.stringify(ending.data) } : {}),
+      ...(ending.by !== 'idle' && ending.data ? { goal_data: JSON.stringify(ending.data) } : {}),
       // What the last turn was answering is answered (or handed to a person) now.
       answered_until: sql`COALESCE((SELECT t.inbound_until FROM agent_turns t WHERE t.stretch_id = ${stretch.id} ORDER BY t.n DESC LIMIT 1), answered_until)`,
       until_id: sql`(SELECT m.id FROM messages m WHERE m.conversation_id = ${conversationId} ORDER BY m.id DESC LIMIT 1)`,
@@ -155,7 +159,7 @@ export async function endStretch(
     conversationId,
     contactId: stretch.contact_id,
     summary: summary || null,
-    goal: ending.by === 'goal' ? ending.data : {},
+    goal: ending.by === 'idle' ? {} : (ending.data ?? stretch.goal_data ?? {}),
   };
   if (ending.by === 'goal') {
     await emitEvent(trx, { accountId: stretch.account_id, kind: 'agent.goal_reached', data }, now);

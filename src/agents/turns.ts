@@ -226,12 +226,17 @@ async function act(x: Ctx, turn: TurnRow): Promise<void> {
     const sent = await reply(x, turn, i, d.replies[i] as string);
     if (!sent) return end(x, { by: 'handoff', reason: '', summary: agentTexts.modelFailed, event: true });
   }
-  if (d.goal) return end(x, { by: 'goal', data: d.goal.data, summary: d.goal.summary });
-  if (d.handoff) return end(x, { by: 'handoff', reason: d.handoff.reason, summary: d.handoff.summary, event: true });
+  // What the goal's fields hold so far: earlier turns' data, then this one's.
+  const gathered = { ...(x.c.row.goal_data ?? {}), ...(d.goal?.data ?? {}) };
+  if (d.goal && missingRequired(x.c.agent, gathered).length === 0) return end(x, { by: 'goal', data: gathered, summary: d.goal.summary });
+  if (d.handoff) return end(x, { by: 'handoff', reason: d.handoff.reason, summary: d.handoff.summary, event: true, data: gathered });
+  // A goal_reached without every required field is not the goal: what it brought is kept as
+  // gathered (the next turn's prompt shows it, and what is missing) and the stretch goes on.
   // The turn is done and the claim released, in one statement.
   const now = x.s.clock.now();
+  const keep = d.goal ? { goal_data: JSON.stringify(gathered) } : {};
   const r = await sql`
-    WITH st AS (${holdSql(x, { answered_until: turn.inbound_until, claim: null, run_at: dueAgainSql(now) })})
+    WITH st AS (${holdSql(x, { ...keep, answered_until: turn.inbound_until, claim: null, run_at: dueAgainSql(now) })})
     UPDATE agent_turns t SET status = 'done', ended_at = ${now}::timestamptz FROM st WHERE t.id = ${turn.id}
     RETURNING t.id`.execute(x.s.db);
   if (r.rows.length === 0) throw new Lost();
@@ -273,6 +278,10 @@ async function reply(x: Ctx, turn: TurnRow, i: number, text: string): Promise<bo
     throw err;
   }
 }
+
+/** The goal's required fields without a value in `data`. */
+const missingRequired = (agent: AgentRow, data: Record<string, string>): string[] =>
+  (agent.goal?.fields ?? []).filter((f) => f.required && !data[f.name]).map((f) => f.name);
 
 /** Ends the stretch under this claim (stretches.ts endStretch); Lost when it is no longer ours. */
 async function end(x: Ctx, ending: Ending): Promise<void> {

@@ -212,6 +212,35 @@ describe('"goal_reached({data, summary}) — data keeps only the goal\'s field n
   });
 });
 
+describe('"fields gathered so far": a goal_reached without every required field keeps what it brought and the stretch goes on', () => {
+  it("the next turn's prompt shows the field obtained and the one missing; the goal is reached with both; a handoff carries what was gathered", async () => {
+    const { acct } = await agentOnNumber();
+    const customer = freshPhone();
+    llm.toolCalls([reply('¿Cuántas querés?'), { name: 'goal_reached', args: { data: { producto: 'Amanda' }, summary: 'Quiere Amanda' } }]);
+    await writes(acct, customer, 'Quiero yerba Amanda');
+    await runAgents();
+    expect(await app.events(acct.id, 'agent.goal_reached')).toEqual([]);
+    llm.toolCalls([reply('¡Anotado!'), { name: 'goal_reached', args: { data: { cantidad: '3' }, summary: '3 Amanda' } }]);
+    await writes(acct, customer, 'Tres');
+    await runAgents();
+    expect(llm.requests[1].system).toContain('- producto (obligatorio): Qué quiere comprar — ya obtenido: "Amanda"');
+    expect(llm.requests[1].system).toContain('- cantidad (obligatorio): Cuántas unidades — falta');
+    const [e] = await app.events(acct.id, 'agent.goal_reached');
+    expect(e?.data).toMatchObject({ summary: '3 Amanda', goal: { producto: 'Amanda', cantidad: '3' } });
+
+    const other = await agentOnNumber();
+    const buyer = freshPhone();
+    llm.toolCalls([{ name: 'goal_reached', args: { data: { producto: 'Playadito' }, summary: '' } }]);
+    await writes(other.acct, buyer, 'Quiero Playadito');
+    await runAgents();
+    llm.toolCalls([{ name: 'hand_off', args: { reason: 'Pide factura A', summary: '' } }]);
+    await writes(other.acct, buyer, '¿Me hacés factura A?');
+    await runAgents();
+    const [h] = await app.events(other.acct.id, 'agent.handed_off');
+    expect(h?.data).toMatchObject({ summary: 'Pide factura A', goal: { producto: 'Playadito' } });
+  });
+});
+
 describe('"hand_off (by the model, a phrase, maxTurns, or model failure): agent.handed_off, an internal note, handedOffAt; the conversation waits for the team"', () => {
   it('a handoff phrase hands off without a model call', async () => {
     const { acct, agent } = await agentOnNumber();
