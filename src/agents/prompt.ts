@@ -1,7 +1,7 @@
 // The pieces of one agent turn (docs/agents.md "Trying an agent"; spec agents.md "A stretch"): the
 // Spanish system prompt, the three tools the model may call, how its tool calls are read, and the
 // handoff phrases that pass to a person without asking the model. Pure functions: no database, no
-// clock (the caller passes `now`). The operator's test turn uses them; the stretch engine will too.
+// clock (the caller passes `now`). The stretch engine (turns.ts) and the operator's test turn use them.
 import { keywordMatches } from '../automations/text.js';
 import type { AgentRow } from '../db/types.js';
 import { storableText } from '../http/storable.js';

@@ -415,7 +415,7 @@ function cached(ask: (id: string) => Promise<boolean>): (id: string) => Promise<
  * every problem at once with its path (['trigger', 'keywords'], ['steps', 3, 'timeoutMinutes']):
  * the trigger and each step against its type's schema (unknown types and fields included), the
  * number of steps, duplicate ids, a next/then/else/onError/timeoutNext naming no step, a template,
- * stage or agent that is not the account's (agent steps while agents are not available), a
+ * stage or agent that is not the account's, a
  * `matches` regex that is long, broken or unsafe, and a cycle without an ask or wait in it.
  */
 export async function validateFlow(input: { trigger: unknown; steps: unknown }, lookups: FlowLookups): Promise<FlowValidation> {
