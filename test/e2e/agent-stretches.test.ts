@@ -558,3 +558,51 @@ describe('"each model call and each reply is a stored step: a crash never sends 
     expect(llm.requests).toHaveLength(0);
   });
 });
+
+describe('one lock order with an agent at work (docs/architecture.md "Lock order")', () => {
+  it("inbound bursts ‖ the agent's turns and replies ‖ API sends ‖ a team reply on one conversation → 0 × 5xx, every message stored once, the stretch ended by the team", async () => {
+    const { acct } = await agentOnNumber();
+    const customer = freshPhone();
+    llm.otherwise = () => ({ after: 5, answer: { text: null, toolCalls: [reply('Ya te respondo'), reply('¿Algo más?')] } });
+    const first = await writes(acct, customer, 'Hola');
+    const calls: Promise<{ status: number }>[] = [];
+    for (let i = 0; i < 20; i++) {
+      calls.push(app.inbound({ accountId: acct.id, from: customer, text: `pregunta ${i}` }));
+      calls.push(acct.call('POST', '/messages', { to: customer, text: `aviso ${i}` }));
+      if (i === 10) {
+        calls.push(
+          app.admin('POST', `/accounts/${acct.id}/conversations/${first.conversationId}/messages`, {
+            text: 'Soy Laura',
+            by: { name: 'Laura' },
+          }),
+        );
+      }
+      if (i % 5 === 0) calls.push(app.admin('POST', '/jobs/agents/run'));
+    }
+    const statuses = (await Promise.all(calls)).map((c) => c.status);
+    expect(statuses.filter((st) => st >= 300)).toEqual([]);
+    await runAgents();
+    const db = app.rt.services.db;
+    const inbound = await db
+      .selectFrom('messages')
+      .select('text')
+      .where('conversation_id', '=', first.conversationId)
+      .where('direction', '=', 'inbound')
+      .execute();
+    expect(inbound).toHaveLength(21);
+    const stretches = await db.selectFrom('agent_stretches').selectAll().where('conversation_id', '=', first.conversationId).execute();
+    expect(stretches).toHaveLength(1);
+    expect(stretches[0]).toMatchObject({ status: 'ended', ended_by: 'handoff', summary: 'Intervino el equipo' });
+    // Every reply the agent started is one message: no turn sent one twice.
+    const turns = await db.selectFrom('agent_turns').selectAll().where('stretch_id', '=', stretches[0]!.id).execute();
+    const ids = turns.flatMap((t) => t.message_ids);
+    expect(new Set(ids).size).toBe(ids.length);
+    const agentMessages = await db
+      .selectFrom('messages')
+      .select('id')
+      .where('conversation_id', '=', first.conversationId)
+      .where('source', '=', 'agent')
+      .execute();
+    expect(agentMessages.map((m) => m.id).sort()).toEqual([...ids].sort());
+  });
+});
