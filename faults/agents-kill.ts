@@ -99,6 +99,9 @@ interface Group {
   missing: number;
   problems: string[];
   requests: number;
+  /** Server clock: the message stored → its turn begun, and the turn begun → ended (handed off). */
+  claim: number[];
+  turn: number[];
 }
 
 export async function agentsModelDown(env: Record<string, string>): Promise<{ ok: boolean; line: string }> {
@@ -139,7 +142,7 @@ export async function agentsModelDown(env: Record<string, string>): Promise<{ ok
         acc.id,
         list.map((c) => ({ from: c.from, text: `¿Seguís ahí? [${name}] cliente ${c.n}` })),
       );
-      const g: Group = { name, written, latencies: [], missing: 0, problems: [], requests: 0 };
+      const g: Group = { name, written, latencies: [], missing: 0, problems: [], requests: 0, claim: [], turn: [] };
       const ids = written.map((w) => w.conversationId);
       let rows: { conversation_id: string; created_at: Date; summary: string }[] = [];
       await until(async () => {
@@ -162,7 +165,17 @@ export async function agentsModelDown(env: Record<string, string>): Promise<{ ok
         if (e.summary !== MODEL_FAILED) g.problems.push(`summary "${e.summary}"`);
       }
       if (rows.length > ids.length) g.problems.push(`${rows.length - ids.length} extra agent.handed_off events`);
-      g.requests = llm.requests.slice(requestsBefore).length;
+      g.requests = llm.requests.slice(requestsBefore).filter((r) => r.lastUser?.includes(`[${name}]`)).length;
+      // By the server's clock: the customer's message stored → the failing turn begun → handed off.
+      const stages = await client.query(
+        `SELECT EXTRACT(EPOCH FROM t.started_at - m.created_at) * 1000 AS claim, EXTRACT(EPOCH FROM e.created_at - t.started_at) * 1000 AS turn
+         FROM messages m JOIN agent_turns t ON t.inbound_until = m.id
+         JOIN events e ON e.kind = 'agent.handed_off' AND e.account_id = $2 AND e.data->>'conversationId' = m.conversation_id::text
+         WHERE m.id = ANY($1::uuid[])`,
+        [written.map((w) => w.messageId), acc.id],
+      );
+      g.claim = stages.rows.map((r) => Number(r.claim));
+      g.turn = stages.rows.map((r) => Number(r.turn));
       groups.push(g);
     };
     // Half hang, half answer 500, at once; then the model server goes away and the rest write.
@@ -189,7 +202,7 @@ export async function agentsModelDown(env: Record<string, string>): Promise<{ ok
       groups
         .map(
           (g) =>
-            `${g.name === 'down' ? 'model server closed' : g.name === 'hanging' ? 'model hanging' : 'model answering 500'}: ${g.latencies.length}/${g.written.length} handed off (${summary(g.latencies)}; ${g.requests} model requests)`,
+            `${g.name === 'down' ? 'model server closed' : g.name === 'hanging' ? 'model hanging' : 'model answering 500'}: ${g.latencies.length}/${g.written.length} handed off (${summary(g.latencies)}; ${g.requests} model requests for these turns; server clock: message stored → turn begun max ${Math.max(...g.claim).toFixed(0)} ms, turn begun → handed off p50 ${quantile(g.turn, 0.5).toFixed(0)} / max ${Math.max(...g.turn).toFixed(0)} ms)`,
         )
         .join('; ') +
       `; all: ${all.length} handed off, ${summary(all)}, ${missing} never handed off; ${outboundAfter - outboundBefore} replies sent by the failed turns; ` +
