@@ -1,6 +1,7 @@
 // AI agents: the service's own overhead per agent turn — a customer's message in, the agent's
 // reply sent — with the model's time taken out, at 50 new conversations/s. The model is the fake
 // OpenAI-compatible server of the tests (test/fakes/llm.ts) with a fixed latency, in this process.
+import pg from 'pg';
 import { type FakeLlm, startFakeLlm } from '../../test/fakes/llm.js';
 import {
   admin,
@@ -94,6 +95,7 @@ async function turnFigure(server: Server, acc: { id: string; key: string }, llm:
   const total = rate * SECONDS;
   const interval = 1000 / rate;
   const cpu0 = cpuMs(server.proc.pid);
+  const commits0 = await commits(server);
   const t0 = performance.now();
   const startWall = Date.now();
   const inflight: Promise<void>[] = [];
@@ -122,6 +124,8 @@ async function turnFigure(server: Server, acc: { id: string; key: string }, llm:
   await waitUntil(() => llm.requests.length - requestsBefore >= sent.size && llm.inFlight === 0, 30_000);
   await sleep(500);
   const cpuPerTurn = (cpuMs(server.proc.pid) - cpu0) / total;
+  await sleep(1500); // PostgreSQL's backends publish their counts at most once a second
+  const commitsPerTurn = ((await commits(server)) - commits0) / total;
   const asked = new Map(llm.requests.slice(requestsBefore).map((r) => [r.lastUser, r.at]));
 
   const overhead: number[] = [];
@@ -157,6 +161,7 @@ async function turnFigure(server: Server, acc: { id: string; key: string }, llm:
   }
   const p99 = quantile(overhead, 0.99);
   const q = (xs: number[], p: number) => quantile(xs, p).toFixed(0);
+  const stages = await serverStages(server, ids);
   record({
     figure: `agent turn overhead (inbound → reply sent − model) at ${rate} new conv/s`,
     value: p99,
@@ -171,8 +176,58 @@ async function turnFigure(server: Server, acc: { id: string; key: string }, llm:
       `inbound answered p50 ${q(inboundMs, 0.5)} / p99 ${q(inboundMs, 0.99)} ms, then model asked p50 ${q(ackedToAsked, 0.5)} / p99 ${q(ackedToAsked, 0.99)} ms, ` +
       `model answered → reply sent p50 ${q(afterModel, 0.5)} / p99 ${q(afterModel, 0.99)} ms; ${overhead.length} turns, ${missing} replies missing, ${failures} inbound refused; ` +
       `${(total / offeredSeconds).toFixed(0)} conv/s offered (scheduler lag max ${lagMax.toFixed(0)} ms); fake model maxInFlight ${llm.maxInFlight}; ` +
-      `server CPU ${cpuPerTurn.toFixed(1)} ms per conversation`,
+      `server CPU ${cpuPerTurn.toFixed(1)} ms per conversation` +
+      (Number.isFinite(commitsPerTurn)
+        ? `; ${commitsPerTurn.toFixed(1)} PostgreSQL transactions per conversation (inbound included)`
+        : '') +
+      (stages ? `; by the server's clock: ${stages}` : ''),
   });
+}
+
+/**
+ * The turn's stages by the server's own timestamps (PostgreSQL only): inbound stored → turn begun
+ * (the runner's wake, claim and first transaction), turn begun → reply stored (the history, the
+ * model call minus its fixed latency, the answer stored, the send's first transaction), reply
+ * stored → sent (the provider), sent → turn done.
+ */
+async function serverStages(server: Server, conversationIds: string[]): Promise<string | null> {
+  const url = server.env.DATABASE_URL;
+  if (!url) return null;
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const r = await c.query(
+      `SELECT EXTRACT(EPOCH FROM t.started_at - i.created_at) * 1000 AS claim,
+              EXTRACT(EPOCH FROM o.created_at - t.started_at) * 1000 - $2::int AS turn,
+              EXTRACT(EPOCH FROM o.sent_at - o.created_at) * 1000 AS send,
+              EXTRACT(EPOCH FROM t.ended_at - o.sent_at) * 1000 AS done
+       FROM agent_stretches st
+       JOIN agent_turns t ON t.stretch_id = st.id AND t.n = 1
+       JOIN messages i ON i.id = t.inbound_until
+       JOIN messages o ON o.conversation_id = st.conversation_id AND o.direction = 'outbound'
+       WHERE st.conversation_id = ANY($1::uuid[])`,
+      [conversationIds, MODEL_MS],
+    );
+    const col = (k: string) => r.rows.map((x) => Number(x[k])).filter(Number.isFinite);
+    const f = (k: string) => `p50 ${quantile(col(k), 0.5).toFixed(0)} / p99 ${quantile(col(k), 0.99).toFixed(0)} ms`;
+    return `inbound stored → turn begun ${f('claim')}, turn begun → reply stored (− model) ${f('turn')}, reply stored → sent ${f('send')}, sent → turn done ${f('done')}`;
+  } finally {
+    await c.end();
+  }
+}
+
+/** Transactions committed so far in the server's PostgreSQL database (NaN on PGlite). */
+async function commits(server: Server): Promise<number> {
+  const url = server.env.DATABASE_URL;
+  if (!url) return Number.NaN;
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const r = await c.query('SELECT xact_commit::bigint AS n FROM pg_stat_database WHERE datname = current_database()');
+    return Number(r.rows[0].n);
+  } finally {
+    await c.end();
+  }
 }
 
 async function waitUntil(check: () => Promise<boolean> | boolean, maxMs: number) {
