@@ -4,6 +4,7 @@
 // is set. `BENCH_ONLY=me,contacts` runs some figures only. Speed is measured here, never asserted
 // in timed tests (docs/performance.md).
 import { cpus } from 'node:os';
+import { agentFigures } from './figures/agents.js';
 import { automationFigures } from './figures/automations.js';
 import { casesFigure } from './figures/cases.js';
 import { contactFigures } from './figures/contacts.js';
@@ -37,6 +38,7 @@ async function main() {
     await db?.drop();
   }
   if (want('webhooks')) await webhookFigures();
+  if (want('agents')) await agentFigures();
   removeTempDirs();
   console.log(`\nWritten ${writeResults(database)}`);
 }

@@ -7,6 +7,9 @@
 //    bodies, cut uploads → no 5xx, no deadlock, bounded memory, /healthz fast throughout.
 // 6. SIGKILL with 200 automation executions mid-flow (faults/automations-kill.ts): every one ends
 //    valid after the restart, no step's message sent twice, none lost.
+// 7. AI agents (faults/agents-kill.ts): the model hanging, answering 500 or gone mid-conversation →
+//    every customer handed off within LLM_TIMEOUT_MS × 3 + 5 s; SIGKILL mid-turn → no reply sent
+//    twice, no customer message left unanswered.
 // `FAULTS_ONLY=automations` (or any comma-separated list of the names in main) runs some only.
 // Each prints a one-line verdict with its numbers; docs/reliability.md records them.
 // PostgreSQL and Redis "go away" through a cuttable TCP proxy (faults/proxy.ts): to the server
@@ -14,6 +17,7 @@
 import { createServer } from 'node:http';
 import pg from 'pg';
 import { admin, benchAccount, call, freshDatabase, must, type Server, sleep, startServer, UNLIMITED } from '../bench/lib.js';
+import { agentsKill, agentsModelDown } from './agents-kill.js';
 import { automationsKill } from './automations-kill.js';
 import { fuzzOpenApi } from './fuzz.js';
 import { hostileClients } from './hostile-clients.js';
@@ -275,6 +279,23 @@ async function automations() {
   }
 }
 
+async function agents() {
+  for (const [tag, fn] of [
+    ['agentsdown', agentsModelDown],
+    ['agentskill', agentsKill],
+  ] as const) {
+    const { db, env } = await setup(tag);
+    try {
+      const r = await fn(env);
+      verdict(r.ok, r.line);
+    } catch (err) {
+      verdict(false, `${tag}: crashed: ${(err as Error).stack ?? err}`);
+    } finally {
+      await db.drop();
+    }
+  }
+}
+
 async function main() {
   console.log(`Chasqui faults on PostgreSQL ${new URL(PG_BASE).host} + Redis ${REDIS.host}`);
   const only = process.env.FAULTS_ONLY?.split(',');
@@ -285,6 +306,7 @@ async function main() {
     ['fuzz', badInput],
     ['hostile', hostile],
     ['automations', automations],
+    ['agents', agents],
   ];
   for (const [name, fn] of tests) {
     if (only && !only.includes(name)) continue;
