@@ -19,15 +19,18 @@ export interface PromptContext {
 
 const TIME_ZONE = 'America/Argentina/Buenos_Aires';
 
+/** Built once: constructing a formatter costs more than a whole prompt. */
+const DAY_IN_ARGENTINA = new Intl.DateTimeFormat('es-AR', {
+  timeZone: TIME_ZONE,
+  weekday: 'long',
+  day: 'numeric',
+  month: 'long',
+  year: 'numeric',
+});
+
 /** "martes 25 de noviembre de 2026": the day in Argentina. */
 export function argentineDate(now: Date): string {
-  const parts = new Intl.DateTimeFormat('es-AR', {
-    timeZone: TIME_ZONE,
-    weekday: 'long',
-    day: 'numeric',
-    month: 'long',
-    year: 'numeric',
-  }).formatToParts(now);
+  const parts = DAY_IN_ARGENTINA.formatToParts(now);
   const part = (type: Intl.DateTimeFormatPartTypes) => parts.find((p) => p.type === type)?.value ?? '';
   return `${part('weekday')} ${part('day')} de ${part('month')} de ${part('year')}`;
 }

@@ -1,6 +1,7 @@
 // The agent runner: every process runs one (a ClaimLoop, jobs/claim-loop.ts). It claims due
 // stretches (`run_at <= now`, status running: a message to answer, or the idle check) with FOR
-// UPDATE SKIP LOCKED, moving `run_at` to the end of a lease and writing its claim, so one
+// UPDATE SKIP LOCKED, moving `run_at` to the end of a lease, writing its claim and clearing
+// `pending` (a message that commits while the claim is held sets it again), so one
 // conversation has one turn at a time across processes; turns.ts runs each. Woken in-process when
 // a stretch starts or gets a message; polls for the rest.
 import { sql } from 'kysely';
@@ -59,7 +60,7 @@ export class AgentRunner implements AgentWorker {
     const only = id ? sql`AND id = ${id}` : sql``;
     const r = await sql<StretchRow & { agent: JsonRow; contact: JsonRow; account: JsonRow; turn: JsonRow | null }>`
       WITH c AS (
-        UPDATE agent_stretches st SET claim = ${claim}, run_at = ${lease}, updated_at = ${now}
+        UPDATE agent_stretches st SET claim = ${claim}, run_at = ${lease}, pending = false, updated_at = ${now}
         WHERE st.id IN (
           SELECT id FROM agent_stretches
           WHERE status = 'running' AND run_at <= ${now} ${only}

@@ -15,7 +15,7 @@
 // stretch ended meanwhile (the team wrote) or whose lease lapsed writes nothing. The writes that
 // touch the turn too are one statement each (WITH st AS (UPDATE the stretch …) UPDATE the turn).
 import { sql, type Updateable } from 'kysely';
-import type { Executor, Trx } from '../db/index.js';
+import type { Executor } from '../db/index.js';
 import { transaction } from '../db/retry.js';
 import type { AccountRow, AgentRow, AgentStretchesTable, ContactRow, MessageRow, StretchRow, TurnDecision, TurnRow } from '../db/types.js';
 import { ApiError, ValidationError } from '../http/errors.js';
@@ -90,7 +90,7 @@ function holdSql(x: Ctx, set: Updateable<AgentStretchesTable>) {
 }
 
 /** Writes the stretch's fields if this runner still holds it; else Lost. */
-async function update(trx: Trx, x: Ctx, set: Updateable<AgentStretchesTable>): Promise<StretchRow> {
+async function update(trx: Executor, x: Ctx, set: Updateable<AgentStretchesTable>): Promise<StretchRow> {
   const row = await trx.executeQuery(holdSql(x, set).compile());
   const first = row.rows[0];
   if (!first) throw new Lost();
@@ -101,17 +101,24 @@ async function update(trx: Trx, x: Ctx, set: Updateable<AgentStretchesTable>): P
 const lease = (x: Ctx): Date => new Date(x.s.clock.ms() + leaseMs(x.s));
 
 /**
- * Idle deadline: due again then, unless a message came in while the claim was held (due now). A
- * column update computed in SQL (typed as the column's value, as steps.ts does).
+ * When the stretch is due again as its claim is released: at once when a customer's message is
+ * unanswered — one after `answered` already committed, or one whose inbound transaction set
+ * `pending` while the claim was held (the claim clears it; a message that commits after this
+ * statement finds the claim released and makes the stretch due itself) — else at the idle
+ * deadline. A column update computed in SQL (typed as the column's value, as steps.ts does).
  */
-const dueAgainSql = (now: Date, atLatest?: Date): Date => {
-  const due = sql`CASE WHEN pending THEN ${now}::timestamptz ELSE last_activity_at + ${`${IDLE_MS} milliseconds`}::interval END`;
+const dueAgainSql = (x: Ctx, now: Date, answered: string | null, atLatest?: Date): Date => {
+  const unanswered = sql`EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = ${x.c.row.conversation_id}
+    AND m.direction = 'inbound' AND m.type <> 'reaction' AND m.id >= ${x.c.row.since_id}
+    AND (${answered}::uuid IS NULL OR m.id > ${answered}::uuid))`;
+  const due = sql`CASE WHEN pending OR ${unanswered} THEN ${now}::timestamptz ELSE last_activity_at + ${`${IDLE_MS} milliseconds`}::interval END`;
   return (atLatest ? sql`LEAST(${due}, ${atLatest}::timestamptz)` : due) as unknown as Date;
 };
 
 /** Gives the stretch back: due at `at`, or at once when a message came in meanwhile. */
 async function release(x: Ctx, at: Date): Promise<void> {
-  await transaction(x.s.db, (trx) => update(trx, x, { claim: null, run_at: dueAgainSql(x.s.clock.now(), at) }));
+  const answered = x.c.turn?.inbound_until ?? x.c.row.answered_until;
+  await update(x.s.db, x, { claim: null, run_at: dueAgainSql(x, x.s.clock.now(), answered, at) });
 }
 
 type StretchMessage = Pick<MessageRow, 'id' | 'direction' | 'type' | 'text' | 'template_name'>;
@@ -142,44 +149,42 @@ const asChat = (rows: StretchMessage[]): ChatMessage[] =>
       : { role: 'assistant' as const, content: m.text ?? (m.template_name ? `[plantilla ${m.template_name}]` : `[${m.type}]`) },
   );
 
-type Begun = { end: Ending } | { turn: TurnRow; history: ChatMessage[] } | 'rest';
-
+/**
+ * A claim with no turn in progress. The claim cleared `pending` before these reads (runner.ts), so
+ * a message committed after them is found by the release (dueAgainSql). No transaction: each
+ * write is one statement that checks the claim.
+ */
 async function begin(x: Ctx): Promise<void> {
   const now = x.s.clock.now();
-  const { agent } = x.c;
-  const begun = await transaction(x.s.db, async (trx): Promise<Begun> => {
-    // `pending` is cleared before the messages are read: one that commits later sets it again
-    // (after this transaction: the row is locked), and the release finds it.
-    const row = await update(trx, x, { pending: false, run_at: lease(x) });
-    const recent = await stretchMessages(trx, row);
-    // The customer's messages no turn answered yet (a turn answers all of them, however many).
-    const newest = recent.findLast((m) => m.direction === 'inbound' && (row.answered_until === null || m.id > row.answered_until));
-    if (!newest) {
-      if (now.getTime() - row.last_activity_at.getTime() >= IDLE_MS) return { end: { by: 'idle' } };
-      await update(trx, x, { claim: null, run_at: dueAgainSql(now) });
-      return 'rest';
-    }
-    if (agent.deleted_at !== null || agent.status !== 'active') {
-      return { end: { by: 'handoff', reason: agentTexts.agentOff, summary: '', event: true } };
-    }
-    const unanswered = recent.filter((m) => m.direction === 'inbound' && (row.answered_until === null || m.id > row.answered_until));
-    if (unanswered.some((m) => m.text !== null && matchesHandoffPhrase(agent, m.text))) {
-      return { end: { by: 'handoff', reason: agentTexts.phraseHandoff, summary: '', event: true } };
-    }
-    if (row.turns >= agent.max_turns) {
-      return { end: { by: 'handoff', reason: agentTexts.maxTurns(agent.max_turns), summary: '', event: true } };
-    }
-    const turn = await trx
-      .insertInto('agent_turns')
-      .values({ id: newId(), stretch_id: row.id, n: row.turns + 1, inbound_until: newest.id, started_at: now })
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    await update(trx, x, { turns: row.turns + 1 });
-    return { turn, history: asChat(recent) };
-  });
-  if (begun === 'rest') return;
-  if ('end' in begun) return end(x, begun.end);
-  return call(x, begun.turn, begun.history);
+  const { agent, row } = x.c;
+  const recent = await stretchMessages(x.s.db, row);
+  // The customer's messages no turn answered yet (a turn answers all of them, however many).
+  const unanswered = recent.filter((m) => m.direction === 'inbound' && (row.answered_until === null || m.id > row.answered_until));
+  const newest = unanswered.at(-1);
+  if (!newest) {
+    if (now.getTime() - row.last_activity_at.getTime() >= IDLE_MS) return end(x, { by: 'idle' });
+    await update(x.s.db, x, { claim: null, run_at: dueAgainSql(x, now, row.answered_until) });
+    return;
+  }
+  if (agent.deleted_at !== null || agent.status !== 'active') {
+    return end(x, { by: 'handoff', reason: agentTexts.agentOff, summary: '', event: true });
+  }
+  if (unanswered.some((m) => m.text !== null && matchesHandoffPhrase(agent, m.text))) {
+    return end(x, { by: 'handoff', reason: agentTexts.phraseHandoff, summary: '', event: true });
+  }
+  if (row.turns >= agent.max_turns) {
+    return end(x, { by: 'handoff', reason: agentTexts.maxTurns(agent.max_turns), summary: '', event: true });
+  }
+  // The turn's row and the stretch's count, in one statement (the stretch first, as everywhere).
+  const r = await sql<TurnRow>`
+    WITH st AS (${holdSql(x, { turns: row.turns + 1, run_at: lease(x) })})
+    INSERT INTO agent_turns (id, stretch_id, n, inbound_until, started_at)
+    SELECT ${newId()}::uuid, st.id, ${row.turns + 1}, ${newest.id}::uuid, ${now}::timestamptz FROM st
+    RETURNING *`.execute(x.s.db);
+  const turn = r.rows[0];
+  if (!turn) throw new Lost();
+  x.c.turn = turn;
+  return call(x, turn, asChat(recent));
 }
 
 async function call(x: Ctx, turn: TurnRow, history: ChatMessage[]): Promise<void> {
@@ -217,6 +222,7 @@ async function call(x: Ctx, turn: TurnRow, history: ChatMessage[]): Promise<void
     RETURNING t.*`.execute(x.s.db);
   const decided = r.rows[0];
   if (!decided) throw new Lost();
+  x.c.turn = decided;
   return act(x, decided);
 }
 
@@ -236,7 +242,7 @@ async function act(x: Ctx, turn: TurnRow): Promise<void> {
   const now = x.s.clock.now();
   const keep = d.goal ? { goal_data: JSON.stringify(gathered) } : {};
   const r = await sql`
-    WITH st AS (${holdSql(x, { ...keep, answered_until: turn.inbound_until, claim: null, run_at: dueAgainSql(now) })})
+    WITH st AS (${holdSql(x, { ...keep, answered_until: turn.inbound_until, claim: null, run_at: dueAgainSql(x, now, turn.inbound_until) })})
     UPDATE agent_turns t SET status = 'done', ended_at = ${now}::timestamptz FROM st WHERE t.id = ${turn.id}
     RETURNING t.id`.execute(x.s.db);
   if (r.rows.length === 0) throw new Lost();

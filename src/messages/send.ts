@@ -217,7 +217,8 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
     .where('status', '=', 'pending')
     .returningAll()
     .executeTakeFirstOrThrow();
-  // The 201 shows the status at acceptance (`sent`); reports that came first apply right after.
+  // The 201 shows the status at acceptance (`sent`); reports that came first apply right after
+  // (looked for after this commit: a report kept meanwhile is found by one side or the other).
   await applyEarlyStatuses(s, wamid);
   return messageView(stored);
 }
