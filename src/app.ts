@@ -29,6 +29,7 @@ import type { ZodApp } from './http/schemas.js';
 import { checkingIntervalFor, clientErrorHandler, watchBody } from './http/slow-clients.js';
 import { findUnstorable, jsonTextSuspect } from './http/storable.js';
 import { installSpanishZodMessages } from './http/zod-es.js';
+import { mcpMetadataRoutes } from './mcp/metadata-routes.js';
 import { messageRoutes } from './messages/routes.js';
 import type { Services } from './services.js';
 import { templateRoutes } from './templates/routes.js';
@@ -193,6 +194,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
 
   await app.register(async (ch) => cloudReceiverRoutes(ch as unknown as ZodApp, services));
   await app.register(async (hooks) => automationHookRoutes(hooks as unknown as ZodApp, services));
+  await app.register(async (wk) => mcpMetadataRoutes(wk as unknown as ZodApp, services));
 
   return app;
 }
