@@ -67,7 +67,7 @@ export async function runStretch(s: Services, claimed: ClaimedStretch, stopping:
     }
     const turn = claimed.turn;
     if (!turn) await begin(x);
-    else if (turn.status === 'calling') await call(x, turn, asChat(await stretchMessages(s.db, claimed.row, turn.inbound_until)));
+    else if (turn.status === 'calling') await call(x, turn, asChat(await stretchMessages(s.db, claimed.row, turn.inbound_until)), null);
     else await act(x, turn);
     return 1;
   } catch (err) {
@@ -121,7 +121,7 @@ async function release(x: Ctx, at: Date): Promise<void> {
   await update(x.s.db, x, { claim: null, run_at: dueAgainSql(x, x.s.clock.now(), answered, at) });
 }
 
-type StretchMessage = Pick<MessageRow, 'id' | 'direction' | 'type' | 'text' | 'template_name'>;
+type StretchMessage = Pick<MessageRow, 'id' | 'direction' | 'type' | 'text' | 'template_name' | 'created_at'>;
 
 /**
  * The stretch's latest messages, oldest first (reactions are not messages): the customer's up to
@@ -130,7 +130,7 @@ type StretchMessage = Pick<MessageRow, 'id' | 'direction' | 'type' | 'text' | 't
 async function stretchMessages(db: Executor, row: StretchRow, upTo?: string): Promise<StretchMessage[]> {
   const rows = await db
     .selectFrom('messages')
-    .select(['id', 'direction', 'type', 'text', 'template_name'])
+    .select(['id', 'direction', 'type', 'text', 'template_name', 'created_at'])
     .where('conversation_id', '=', row.conversation_id)
     .where('id', '>=', row.since_id)
     .where('type', '<>', 'reaction')
@@ -184,10 +184,24 @@ async function begin(x: Ctx): Promise<void> {
   const turn = r.rows[0];
   if (!turn) throw new Lost();
   x.c.turn = turn;
-  return call(x, turn, asChat(recent));
+  return call(x, turn, asChat(recent), (unanswered[0] as StretchMessage).created_at);
 }
 
-async function call(x: Ctx, turn: TurnRow, history: ChatMessage[]): Promise<void> {
+/** What a turn leaves of the model's budget for the service's own work after the call (the send or the handoff's commit). */
+const AFTER_CALL_MS = 100;
+
+/**
+ * "every customer gets a hand-off within LLM_TIMEOUT_MS × 3 + 5 s": the model call gets that
+ * budget less what the customer has waited already (the inbound, the runner's claim) and a little
+ * for what follows the call — at least one whole try. `since`: the oldest message this turn
+ * answers (null: a turn resumed after a crash, which gets the whole budget).
+ */
+function budgetOf(x: Ctx, since: Date | null, whole: number): number {
+  const waited = since === null ? 0 : Math.max(0, x.s.clock.ms() - since.getTime());
+  return Math.max(x.s.config.LLM_TIMEOUT_MS, whole - waited - AFTER_CALL_MS);
+}
+
+async function call(x: Ctx, turn: TurnRow, history: ChatMessage[], since: Date | null): Promise<void> {
   const { agent, contact, row } = x.c;
   const llm = x.s.llm;
   let decision: TurnDecision;
@@ -204,6 +218,7 @@ async function call(x: Ctx, turn: TurnRow, history: ChatMessage[]): Promise<void
       model: agent.model,
       messages: [{ role: 'system', content: system }, ...history],
       tools: agentTools(agent),
+      budgetMs: budgetOf(x, since, llm.budgetMs),
     });
     const outcome = interpretToolCalls(agent, result.toolCalls);
     decision = { replies: outcome.replies, goal: outcome.goal, handoff: outcome.handoff };

@@ -261,3 +261,33 @@ describe('the language model client', () => {
     expect(llm.requests).toHaveLength(0);
   });
 });
+
+describe('"every customer gets a hand-off within LLM_TIMEOUT_MS × 3 + 5 s": one budget for a call and its retries', () => {
+  const hello = [{ role: 'user' as const, content: 'Hola' }];
+
+  it('the whole budget is LLM_TIMEOUT_MS × 3 + the waits', () => {
+    expect(client({ LLM_TIMEOUT_MS: '200' }, { retryDelaysMs: [100, 400] }).budgetMs).toBe(1_100);
+  });
+
+  it('a smaller budget given by the caller: the last try gets what is left (three hangs end within it)', async () => {
+    llm.hang().hang().hang();
+    const started = Date.now();
+    const err = await client({ LLM_TIMEOUT_MS: '200' }, { retryDelaysMs: [100, 400] })
+      .chat({ messages: hello, tools: [], budgetMs: 1_000 })
+      .catch((e) => e);
+    const took = Date.now() - started;
+    expect(err).toBeInstanceOf(ModelError);
+    expect(llm.requests).toHaveLength(3);
+    expect(took).toBeLessThan(1_090);
+    expect(took).toBeGreaterThanOrEqual(950);
+  });
+
+  it('no wait starts past the budget: a first failure with no room for the next try ends the call', async () => {
+    llm.fail(500).reply({ text: 'tarde' });
+    const err = await client({ LLM_TIMEOUT_MS: '200' }, { retryDelaysMs: [300, 400] })
+      .chat({ messages: hello, tools: [], budgetMs: 250 })
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(ModelError);
+    expect(llm.requests).toHaveLength(1);
+  });
+});

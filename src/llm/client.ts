@@ -35,6 +35,9 @@ class InvalidAnswer extends Error {}
 class OpenAiLlmClient implements LlmClient {
   readonly defaultModel: string;
   private readonly openai: OpenAI;
+  private readonly timeoutMs: number;
+  /** A call with its retries ends (answer or ModelError) within this: LLM_TIMEOUT_MS × 3 + the waits. */
+  readonly budgetMs: number;
 
   constructor(
     config: LlmConfig & { LLM_BASE_URL: string },
@@ -42,6 +45,8 @@ class OpenAiLlmClient implements LlmClient {
     private readonly retryDelaysMs: readonly number[],
   ) {
     this.defaultModel = config.LLM_MODEL;
+    this.timeoutMs = config.LLM_TIMEOUT_MS;
+    this.budgetMs = config.LLM_TIMEOUT_MS * (retryDelaysMs.length + 1) + retryDelaysMs.reduce((a, b) => a + b, 0);
     this.openai = new OpenAI({
       baseURL: config.LLM_BASE_URL,
       apiKey: config.LLM_API_KEY ?? 'none',
@@ -55,17 +60,20 @@ class OpenAiLlmClient implements LlmClient {
     });
   }
 
-  async chat(input: { model?: string | null; messages: ChatMessage[]; tools: ToolSpec[] }): Promise<ChatResult> {
+  async chat(input: { model?: string | null; messages: ChatMessage[]; tools: ToolSpec[]; budgetMs?: number }): Promise<ChatResult> {
     const model = input.model || this.defaultModel;
     const messages = input.messages.map(toWire);
     const tools = input.tools.map(toolToWire);
-    return this.withRetries('chat', model, async () => {
-      const completion = await this.openai.chat.completions.create({
-        model,
-        messages,
-        // An empty list is refused by some servers: no tools, no field.
-        ...(tools.length > 0 ? { tools } : {}),
-      });
+    return this.withRetries('chat', model, input.budgetMs, async (timeout) => {
+      const completion = await this.openai.chat.completions.create(
+        {
+          model,
+          messages,
+          // An empty list is refused by some servers: no tools, no field.
+          ...(tools.length > 0 ? { tools } : {}),
+        },
+        { timeout },
+      );
       const message = completion.choices?.[0]?.message;
       if (!message) throw new InvalidAnswer('the answer has no choice');
       const toolCalls: ToolCall[] = [];
@@ -82,10 +90,10 @@ class OpenAiLlmClient implements LlmClient {
     const messages = input.messages.map(toWire);
     // Built before any request: a schema the API cannot take is a programming error, not retried.
     const responseFormat = zodResponseFormat(input.schema, input.name);
-    return this.withRetries('json', model, async () => {
+    return this.withRetries('json', model, undefined, async (timeout) => {
       // parse() reads the content as JSON and checks it with the schema (a SyntaxError or a
       // ZodError when it does not fit: retried like any failure).
-      const completion = await this.openai.chat.completions.parse({ model, messages, response_format: responseFormat });
+      const completion = await this.openai.chat.completions.parse({ model, messages, response_format: responseFormat }, { timeout });
       const message = completion.choices?.[0]?.message;
       if (!message) throw new InvalidAnswer('the answer has no choice');
       if (message.parsed === null || message.parsed === undefined) {
@@ -95,19 +103,31 @@ class OpenAiLlmClient implements LlmClient {
     });
   }
 
-  private async withRetries<R>(what: 'chat' | 'json', model: string, attempt: () => Promise<R>): Promise<R> {
+  /**
+   * Three tries in all, within one budget: LLM_TIMEOUT_MS per try and the waits between them, or
+   * less when the caller says so (a turn whose customer has waited already: docs/agents.md "The
+   * language model"). A try gets what is left of the budget; no wait starts past it.
+   */
+  private async withRetries<R>(
+    what: 'chat' | 'json',
+    model: string,
+    budgetMs: number | undefined,
+    attempt: (timeoutMs: number) => Promise<R>,
+  ): Promise<R> {
+    const deadline = Date.now() + Math.min(budgetMs ?? this.budgetMs, this.budgetMs);
     for (let i = 0; ; i++) {
       try {
-        return await attempt();
+        return await attempt(Math.max(1, Math.min(this.timeoutMs, deadline - Date.now())));
       } catch (err) {
         const reason = describe(err);
-        const last = i >= this.retryDelaysMs.length;
+        const wait = this.retryDelaysMs[i] ?? 0;
+        const last = i >= this.retryDelaysMs.length || Date.now() + wait >= deadline;
         if (!retryable(err) || last) {
           this.log.warn({ llm: what, model, attempts: i + 1, reason }, 'language model failed');
           throw new ModelError(`The language model failed (${reason})`, { cause: err });
         }
         this.log.info({ llm: what, model, attempt: i + 1, reason }, 'language model failed; trying again');
-        await new Promise((resolve) => setTimeout(resolve, this.retryDelaysMs[i]));
+        await new Promise((resolve) => setTimeout(resolve, wait));
       }
     }
   }

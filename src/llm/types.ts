@@ -37,8 +37,13 @@ export class ModelError extends Error {}
 export interface LlmClient {
   /** The model used when none is given (LLM_MODEL). */
   readonly defaultModel: string;
-  /** One chat completion with tools; retried twice (1 s, 4 s) on failure, then ModelError. */
-  chat(input: { model?: string | null; messages: ChatMessage[]; tools: ToolSpec[] }): Promise<ChatResult>;
+  /** The most a call with its retries takes: LLM_TIMEOUT_MS × 3 + the waits (1 s, 4 s). */
+  readonly budgetMs: number;
+  /**
+   * One chat completion with tools; retried twice (1 s, 4 s) on failure, then ModelError — all
+   * within `budgetMs` when given (at most the client's own budget).
+   */
+  chat(input: { model?: string | null; messages: ChatMessage[]; tools: ToolSpec[]; budgetMs?: number }): Promise<ChatResult>;
   /** One completion whose answer follows `schema` (JSON-schema response format); retried like chat. */
   json<T>(input: { model?: string | null; messages: ChatMessage[]; name: string; schema: z.ZodType<T> }): Promise<T>;
 }

@@ -344,6 +344,7 @@ describe('with a model (a stand-in LlmClient on the services): "one call with a 
   const calls: { messages: ChatMessage[]; name: string }[] = [];
   const stub: LlmClient = {
     defaultModel: 'stand-in',
+    budgetMs: 1000,
     chat: async () => ({ text: null, toolCalls: [] }),
     json: async <T>(input: { messages: ChatMessage[]; name: string; schema: { parse(v: unknown): T } }) => {
       calls.push({ messages: input.messages, name: input.name });
@@ -467,6 +468,7 @@ describe('across processes (PostgreSQL): one classification at a time per case',
         const seen: string[] = [];
         app.rt.services.llm = {
           defaultModel: 'stand-in',
+          budgetMs: 1000,
           chat: async () => ({ text: null, toolCalls: [] }),
           json: async <T>(input: { messages: ChatMessage[]; schema: { parse(v: unknown): T } }) => {
             seen.push(input.messages[1].content);
