@@ -29,6 +29,7 @@ import type { ZodApp } from './http/schemas.js';
 import { checkingIntervalFor, clientErrorHandler, watchBody } from './http/slow-clients.js';
 import { findUnstorable, jsonTextSuspect } from './http/storable.js';
 import { installSpanishZodMessages } from './http/zod-es.js';
+import { mcpMetadataRoutes } from './mcp/metadata-routes.js';
 import { mcpRoutes } from './mcp/server.js';
 import { messageRoutes } from './messages/routes.js';
 import type { Services } from './services.js';
@@ -192,11 +193,11 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     { prefix: '/admin/v1' },
   );
 
-  // MCP for connected AI apps (mcp.md): its own token and per-app cap, outside the /api/v1 guards.
-  await app.register(async (mcp) => mcpRoutes(mcp, services));
-
   await app.register(async (ch) => cloudReceiverRoutes(ch as unknown as ZodApp, services));
   await app.register(async (hooks) => automationHookRoutes(hooks as unknown as ZodApp, services));
+  await app.register(async (wk) => mcpMetadataRoutes(wk as unknown as ZodApp, services));
+  // MCP for connected AI apps (mcp.md): its own token and per-app cap, outside the /api/v1 guards.
+  await app.register(async (mcp) => mcpRoutes(mcp, services));
 
   return app;
 }

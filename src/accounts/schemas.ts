@@ -35,6 +35,7 @@ export const AccountView = z.object({
     contacts: z.number().int(),
     automationSteps: z.number().int(),
     automationHttpRequests: z.number().int(),
+    aiApps: z.number().int().describe('AI apps connected through MCP now'),
   }),
   phoneNumbers: z.array(PhoneNumberView),
 });

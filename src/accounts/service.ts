@@ -77,6 +77,7 @@ export const accountViewOf = (account: AccountRow, usage: UsageSnapshot, phoneNu
     contacts: usage.contacts,
     automationSteps: usage.automationSteps,
     automationHttpRequests: usage.automationHttpRequests,
+    aiApps: usage.aiApps,
   },
   phoneNumbers,
 });

@@ -11,6 +11,7 @@ import { sandboxAdminRoutes } from '../channel/sandbox/routes.js';
 import { reasonAdminRoutes } from '../classification/admin-routes.js';
 import { conversationAdminRoutes } from '../conversations/admin-routes.js';
 import type { RoutesFn } from '../http/schemas.js';
+import { aiAppAdminRoutes } from '../mcp/admin-routes.js';
 import { templateAdminRoutes } from '../templates/admin-routes.js';
 import { webhookAdminRoutes } from '../webhooks/admin-routes.js';
 import { jobAdminRoutes } from './jobs.js';
@@ -28,6 +29,7 @@ export const adminRoutes: RoutesFn = (app, s) => {
     automationAdminRoutes,
     agentAdminRoutes,
     reviewAdminRoutes,
+    aiAppAdminRoutes,
     jobAdminRoutes,
     sandboxAdminRoutes,
     cloudAdminRoutes,

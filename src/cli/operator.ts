@@ -485,6 +485,23 @@ export function operatorCommands(program: Command): void {
       return call(this, 'POST', `/accounts/${id}/agents/${agentId}/reviews/${reviewId}/rerun`);
     });
 
+  const apps = program.command('apps').description('operator: AI apps connected through MCP (docs/mcp.md)');
+  apps
+    .command('connect <accountId> <name>')
+    .description('connect an AI app; its etk_app_ token is printed only now')
+    .action(function (this: Command, id: string, name: string) {
+      return call(this, 'POST', `/accounts/${id}/ai-apps`, { name });
+    });
+  apps.command('list <accountId>').action(function (this: Command, id: string) {
+    return call(this, 'GET', `/accounts/${id}/ai-apps`);
+  });
+  apps
+    .command('disconnect <accountId> <appId>')
+    .description('disconnect an AI app (its token answers 401 at once)')
+    .action(function (this: Command, id: string, appId: string) {
+      return call(this, 'DELETE', `/accounts/${id}/ai-apps/${appId}`);
+    });
+
   const automations = program.command('automations').description('operator: automations (flows) and their executions');
   automations
     .command('create <accountId>')

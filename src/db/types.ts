@@ -529,6 +529,17 @@ export interface AgentReviewsTable {
   reviewed_at: Ts | null;
 }
 
+/** An AI app connected through MCP (migrations/0013; docs/mcp.md). */
+export interface AiAppsTable {
+  id: string;
+  account_id: string;
+  name: string;
+  token_hash: string;
+  prefix: string;
+  created_at: TsDefault;
+  revoked_at: Ts | null;
+}
+
 export interface ReasonKeywords {
   id: string;
   name: string;
@@ -563,6 +574,7 @@ export interface Database {
   agent_stretches: AgentStretchesTable;
   agent_turns: AgentTurnsTable;
   agent_reviews: AgentReviewsTable;
+  ai_apps: AiAppsTable;
   reasons: ReasonsTable;
   case_classifications: CaseClassificationsTable;
   automations: AutomationsTable;

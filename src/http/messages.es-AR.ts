@@ -35,6 +35,11 @@ export const catalogue = {
     status: 402,
     text: (p) => `Llegaste al límite de ${p.limit} contactos de tu plan. Mejorá el plan o borrá contactos para agregar nuevos.`,
   },
+  ai_app_limit: {
+    status: 402,
+    text: (p) => `Llegaste al máximo de ${p.limit} apps de IA conectadas de tu plan. Desconectá una que no uses o mejorá el plan.`,
+  },
+  ai_app_not_found: { status: 404, text: 'No encontramos esa app de IA conectada en la cuenta. Revisá el id.' },
   api_key_limit: {
     status: 402,
     text: (p) => `Llegaste al máximo de ${p.limit} claves de API de tu plan. Revocá una que no uses o mejorá el plan.`,

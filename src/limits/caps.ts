@@ -32,6 +32,9 @@ export function decide(ctx: AccountLimitsCtx, message: boolean, c: CounterState)
   return 'ok';
 }
 
+/** The 429 of the message minute cap (a send past it). */
+export const messageCapError = (limit: number): ApiError => new ApiError('rate_limited_messages', { params: { limit } });
+
 /** An unlimited request cap: no rate-limit headers (never written to). */
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 

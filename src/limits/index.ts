@@ -20,6 +20,12 @@ class NoLimiter implements Limiter {
   admit() {
     return ADMITTED;
   }
+  async admitMcpCall() {
+    return true;
+  }
+  async admitMessage() {
+    return null;
+  }
   async close() {}
 }
 

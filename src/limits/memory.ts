@@ -1,8 +1,10 @@
 // In-process counters (no REDIS_URL, and the fallback while Redis is unreachable). Same rules
 // as the Redis limiter: fixed one-minute windows of the injected clock per account, the IP
 // block for invalid keys, and the monthly API-call counter seeded from the database.
+
+import type { ApiError } from '../http/errors.js';
 import type { Clock } from '../lib/clock.js';
-import { decide, INVALID_KEYS_PER_MINUTE, IP_BLOCK_MS, outcome, WINDOW_MS, windowStart } from './caps.js';
+import { decide, INVALID_KEYS_PER_MINUTE, IP_BLOCK_MS, messageCapError, outcome, WINDOW_MS, windowStart } from './caps.js';
 import { type Period, quotaPeriodAt } from './period.js';
 import type { AccountLimitsCtx, AdmitOptions, CapOutcome, Limiter, RecordedApiCalls } from './types.js';
 
@@ -31,6 +33,8 @@ const MAX_IPS = 100_000;
 export class MemoryLimiter implements Limiter {
   private requests = new Map<string, Window>();
   private messages = new Map<string, Window>();
+  /** MCP tool calls per AI app. */
+  private appCalls = new Map<string, Window>();
   private calls = new Map<string, CallsState>();
   private loading = new Map<string, Promise<CallsState>>();
   private ips = new Map<string, IpState>();
@@ -79,6 +83,15 @@ export class MemoryLimiter implements Limiter {
       return this.decideNow(ctx, opts, calls, now);
     }
     return this.loadCalls(ctx.accountId, period).then((st) => this.decideNow(ctx, opts, st, this.clock.ms()));
+  }
+
+  async admitMcpCall(ctx: AccountLimitsCtx, appId: string): Promise<boolean> {
+    return takeOne(this.appCalls, appId, windowStart(this.clock.ms()), ctx.limits.mcpCallsPerMinute);
+  }
+
+  async admitMessage(ctx: AccountLimitsCtx): Promise<ApiError | null> {
+    const cap = ctx.limits.messagesPerMinute;
+    return takeOne(this.messages, ctx.accountId, windowStart(this.clock.ms()), cap) ? null : messageCapError(cap as number);
   }
 
   /** Synchronous: no other request of this process interleaves between the check and the count. */
@@ -132,6 +145,14 @@ export class MemoryLimiter implements Limiter {
   }
 
   async close(): Promise<void> {}
+}
+
+/** Counts one in `id`'s window when under `cap` (null: no cap); false when over it. */
+function takeOne(map: Map<string, Window>, id: string, win: number, cap: number | null): boolean {
+  const w = current(map, id, win);
+  if (cap !== null && w.n + 1 > cap) return false;
+  w.n += 1;
+  return true;
 }
 
 /** The account's counter for window `win` (a new window starts at zero). */

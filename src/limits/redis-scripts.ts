@@ -86,12 +86,23 @@ if diff > 0 then redis.call('INCRBY', KEYS[1], diff) end
 return diff
 `;
 
+// KEYS: counter. ARGV: cap (-1 = none), ttlMs. Counts one when under the cap: 1, else 0.
+const TAKE_LUA = `
+local cap = tonumber(ARGV[1])
+local n = tonumber(redis.call('GET', KEYS[1]) or '0')
+if cap >= 0 and n + 1 > cap then return 0 end
+redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`;
+
 export type AdmitReply = [number, number, number, number, number];
 export interface LimitsCommands {
   chasquiAdmit(req: string, msg: string, calls: string, block: string, ...args: (string | number)[]): Promise<AdmitReply>;
   chasquiReturn(req: string, calls: string, tokens: number): Promise<number>;
   chasquiInvalidKey(bad: string, block: string, ...args: (string | number)[]): Promise<number>;
   chasquiRaise(calls: string, recorded: number): Promise<number>;
+  chasquiTake(counter: string, cap: number, ttlMs: number): Promise<number>;
 }
 
 /** Registers the scripts as commands of this connection (ioredis sends EVALSHA, EVAL on a miss). */
@@ -100,5 +111,6 @@ export function defineLimitsCommands(redis: Redis): Redis & LimitsCommands {
   redis.defineCommand('chasquiReturn', { numberOfKeys: 2, lua: RETURN_LUA });
   redis.defineCommand('chasquiInvalidKey', { numberOfKeys: 2, lua: INVALID_KEY_LUA });
   redis.defineCommand('chasquiRaise', { numberOfKeys: 1, lua: RAISE_LUA });
+  redis.defineCommand('chasquiTake', { numberOfKeys: 1, lua: TAKE_LUA });
   return redis as Redis & LimitsCommands;
 }

@@ -2,7 +2,8 @@
 //
 // Keys (prefix REDIS_KEY_PREFIX):
 //   <p>:req:<account>:<windowStartMs>    requests in a one-minute window        (PX 120 s)
-//   <p>:msg:<account>:<windowStartMs>    POST /messages in the window           (PX 120 s)
+//   <p>:msg:<account>:<windowStartMs>    sends in the window (POST /messages, AI apps) (PX 120 s)
+//   <p>:mcp:<app>:<windowStartMs>        an AI app's MCP tool calls in the window (PX 120 s)
 //   <p>:calls:<account>:<periodStartMs>  API calls of the quota month           (to period end + 35 d)
 //   <p>:bad:<ip>                         invalid keys: hash {s: first hit, n}    (PX 120 s)
 //   <p>:block:<ip>                       IP blocked until (ms of the clock)      (PX 120 s)
@@ -24,8 +25,9 @@
 // still enforces its own share), one error log per outage, back to Redis when it reconnects.
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { ApiError } from '../http/errors.js';
 import type { Clock } from '../lib/clock.js';
-import { INVALID_KEYS_PER_MINUTE, IP_BLOCK_MS, outcome, type Verdict, WINDOW_MS, windowStart } from './caps.js';
+import { INVALID_KEYS_PER_MINUTE, IP_BLOCK_MS, messageCapError, outcome, type Verdict, WINDOW_MS, windowStart } from './caps.js';
 import { LEASE_MS, LEASE_SHARE, Leases } from './leases.js';
 import { MemoryLimiter } from './memory.js';
 import { type Period, quotaPeriodAt } from './period.js';
@@ -221,6 +223,32 @@ export class RedisLimiter implements Limiter {
     const asked = this.admitRemote(ctx, opts, now);
     this.leases.renewing(ctx.accountId, asked);
     return asked;
+  }
+
+  async admitMcpCall(ctx: AccountLimitsCtx, appId: string): Promise<boolean> {
+    const now = this.clock.ms();
+    const ok = await this.take(this.key('mcp', appId, windowStart(now)), ctx.limits.mcpCallsPerMinute);
+    return ok ?? this.fallback.admitMcpCall(ctx, appId);
+  }
+
+  async admitMessage(ctx: AccountLimitsCtx): Promise<ApiError | null> {
+    const cap = ctx.limits.messagesPerMinute;
+    const ok = await this.take(this.key('msg', ctx.accountId, windowStart(this.clock.ms())), cap);
+    if (ok === null) return this.fallback.admitMessage(ctx);
+    return ok ? null : messageCapError(cap as number);
+  }
+
+  /** Counts one on a window counter when under `cap`; null when Redis cannot be asked (use the fallback). */
+  private async take(key: string, cap: number | null): Promise<boolean | null> {
+    if (!(await this.usable())) return null;
+    try {
+      const r = await this.redis.chasquiTake(key, cap ?? -1, KEY_TTL_MS);
+      this.recovered();
+      return r === 1;
+    } catch (e) {
+      this.failed(e);
+      return null;
+    }
   }
 
   private async admitRemote(ctx: AccountLimitsCtx, opts: AdmitOptions, now: number): Promise<CapOutcome> {

@@ -44,6 +44,16 @@ export interface Limiter {
    * Synchronous when the answer is known locally (the hot path), a promise otherwise.
    */
   admit(ctx: AccountLimitsCtx, opts: AdmitOptions): CapOutcome | Promise<CapOutcome>;
+  /**
+   * One MCP tool call of an AI app (docs/mcp.md "Caps"): counted in the app's one-minute window
+   * when under the cap (`mcpCallsPerMinute`, null: none); false when over it (nothing counted).
+   */
+  admitMcpCall(ctx: AccountLimitsCtx, appId: string): Promise<boolean>;
+  /**
+   * A send that is not a REST call (an AI app's send_message / start_automation): the account's
+   * message minute cap only, the same counter POST /messages uses. The 429 error when over it.
+   */
+  admitMessage(ctx: AccountLimitsCtx): Promise<ApiError | null>;
   close(): Promise<void>;
 }
 
@@ -54,6 +64,8 @@ export interface UsageSnapshot {
   contacts: number;
   automationSteps: number;
   automationHttpRequests: number;
+  /** AI apps connected now (not a monthly count). */
+  aiApps: number;
 }
 
 export interface UsageMeter {

@@ -114,21 +114,24 @@ export class DbUsageMeter implements UsageMeter {
 
   async recorded(accountId: string, period: Period): Promise<UsageSnapshot> {
     // Both reads at once (two pooled connections on PostgreSQL): one round trip of waiting.
-    const [counts, contacts] = await Promise.all([
+    const [counts, now] = await Promise.all([
       readCounters(this.db, accountId, period),
+      // What the account holds now (not counted per month): contacts and connected AI apps.
       this.db
-        .selectFrom('contacts')
-        .select(sql<number>`count(*)::int`.as('n'))
-        .where('account_id', '=', accountId)
+        .selectNoFrom([
+          sql<number>`(SELECT count(*)::int FROM contacts WHERE account_id = ${accountId})`.as('contacts'),
+          sql<number>`(SELECT count(*)::int FROM ai_apps WHERE account_id = ${accountId} AND revoked_at IS NULL)`.as('aiApps'),
+        ])
         .executeTakeFirstOrThrow(),
     ]);
     return {
       period,
       apiCalls: counts.apiCalls ?? 0,
       webhookDeliveries: counts.webhookDeliveries ?? 0,
-      contacts: contacts.n,
+      contacts: now.contacts,
       automationSteps: counts.automationSteps ?? 0,
       automationHttpRequests: counts.automationHttpRequests ?? 0,
+      aiApps: now.aiApps,
     };
   }
 

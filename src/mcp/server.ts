@@ -7,11 +7,8 @@ import { createRequire } from 'node:module';
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import { McpServer, validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AccountRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { textFor } from '../http/messages.es-AR.js';
-import { effectiveLimits } from '../limits/plans.js';
-import type { AccountLimitsCtx } from '../limits/types.js';
 import type { Services } from '../services.js';
 import { appForToken, mcpChallenge } from './apps.js';
 import { registerTools, type ToolCaller } from './kit.js';
@@ -45,12 +42,6 @@ function toolCalls(body: unknown): { id: unknown }[] {
   return messages.filter((m): m is { id: unknown } => !!m && typeof m === 'object' && (m as { method?: unknown }).method === 'tools/call');
 }
 
-const limitsOf = (account: AccountRow): AccountLimitsCtx => ({
-  accountId: account.id,
-  plan: account.plan,
-  limits: effectiveLimits(account.plan, account.limits),
-});
-
 /** 429 of the per-app minute cap (api.md §8): a JSON-RPC error with the request's id. */
 function overCap(reply: FastifyReply, id: unknown, limit: number | null): FastifyReply {
   return reply
@@ -65,10 +56,9 @@ async function handle(s: Services, req: FastifyRequest, reply: FastifyReply): Pr
   if (!validateHostHeader(req.headers.host, hostnames).ok) throw new ApiError('mcp_host_refused');
   if (!validateOriginHeader(req.headers.origin, hostnames).ok) throw new ApiError('mcp_origin_refused');
 
-  const principal = await appForToken(s, req.headers.authorization);
+  const principal = await appForToken(s.db, req.headers.authorization);
   if (!principal) throw new ApiError('mcp_unauthorized', { headers: { 'WWW-Authenticate': mcpChallenge(s) } });
-  const { app, account } = principal;
-  const caps = limitsOf(account);
+  const { app, account, caps } = principal;
 
   // Only tools/call counts (mcp.md "Per-app minute cap"); initialize and tools/list do not.
   for (const call of toolCalls(req.body)) {

@@ -536,7 +536,7 @@ describe('operator commands against a running server (operator.md)', () => {
     expect(json(await cli(['automations', 'list', acc.id], env)).data).toEqual([]);
   }, 120_000);
 
-  it('agents create --file, list, get, update, test, delete, and numbers update --agent: the operator API through the CLI (operator.md "CLI")', async () => {
+  it('agents create --file, list, get, update, test, delete, numbers update --agent and apps connect/list/disconnect: the operator API through the CLI (operator.md "CLI")', async () => {
     const acc = await app.createAccount();
     const dir = tempDir('chasqui-agent-');
     const file = join(dir, 'agent.json');
@@ -548,6 +548,11 @@ describe('operator commands against a running server (operator.md)', () => {
     const changed = json(await cli(['agents', 'update', acc.id, created.id, '--file', file, '--name', 'Ventas 2'], env));
     expect(changed).toMatchObject({ name: 'Ventas 2', version: '2', instructions: 'Sos la vendedora de yerba.' });
     expect(json(await cli(['agents', 'get', acc.id, created.id], env)).version).toBe('2');
+    // AI apps (MCP): connect prints the token once; list has none; disconnect.
+    const connected = json(await cli(['apps', 'connect', acc.id, 'Claude de Ana'], env));
+    expect(connected.token).toMatch(/^etk_app_/);
+    expect(json(await cli(['apps', 'list', acc.id], env)).data).toEqual([expect.not.objectContaining({ token: expect.anything() })]);
+    expect(await cli(['apps', 'disconnect', acc.id, connected.id], env)).toMatchObject({ code: 0 });
     const assigned = json(await cli(['numbers', 'update', acc.id, acc.phoneNumberId, '--agent', created.id], env));
     expect(assigned.agentId).toBe(created.id);
     expect(json(await cli(['numbers', 'update', acc.id, acc.phoneNumberId, '--agent', 'none'], env)).agentId).toBeNull();

@@ -1,0 +1,163 @@
+// AI apps connected to an account through MCP (docs/mcp.md "Connected AI apps"): the operator
+// connects one and gets its token once (`etk_app_` + 40 random base64url characters, kept only as
+// SHA-256); the plan's maximum of connected apps answers 402; disconnecting kills the token at
+// once (every request looks the token up: no cache to outlive it). An MCP request names its app
+// with `Authorization: Bearer etk_app_…`; anything else is answered 401 with the RFC 9728
+// challenge, so OAuth-capable clients can be added later without a change on theirs.
+import { hash as oneShotHash, randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Db, Executor } from '../db/index.js';
+import type { AccountRow } from '../db/types.js';
+import { ApiError } from '../http/errors.js';
+import { newId } from '../lib/ids.js';
+import { effectiveLimits, suggestPlan } from '../limits/plans.js';
+import type { AccountLimitsCtx } from '../limits/types.js';
+import type { Services } from '../services.js';
+
+export const APP_TOKEN_PREFIX = 'etk_app_';
+const TOKEN_RE = /^etk_app_[A-Za-z0-9_-]{32,128}$/;
+
+const hashToken = (token: string): string => oneShotHash('sha256', token, 'hex');
+
+export interface AppView {
+  id: string;
+  name: string;
+  /** The token's first characters (etk_app_ + 4), to tell tokens apart. */
+  prefix: string;
+  createdAt: string;
+}
+
+const appView = (r: { id: string; name: string; prefix: string; created_at: Date }): AppView => ({
+  id: r.id,
+  name: r.name,
+  prefix: r.prefix,
+  createdAt: r.created_at.toISOString(),
+});
+
+/** Connects an app; at the plan's maximum of connected apps answers 402 (api.md §8). */
+export async function connectApp(s: Services, account: AccountRow, name: string): Promise<AppView & { token: string }> {
+  const limits = effectiveLimits(account.plan, account.limits);
+  const now = s.clock.now();
+  const created = await s.db.transaction().execute(async (trx) => {
+    // One connection at a time per account, so two concurrent ones cannot both pass the maximum.
+    await sql`SELECT id FROM accounts WHERE id = ${account.id} FOR UPDATE`.execute(trx);
+    const n = await connectedCount(trx, account.id);
+    if (limits.aiApps !== null && n >= limits.aiApps) {
+      throw new ApiError('ai_app_limit', {
+        params: { limit: limits.aiApps },
+        cause: {
+          type: 'upgrade',
+          reason: 'limit',
+          resource: 'aiApps',
+          plan: account.plan,
+          limit: limits.aiApps,
+          used: n,
+          suggested: suggestPlan('aiApps', n + 1, false, account.plan),
+        },
+      });
+    }
+    const token = APP_TOKEN_PREFIX + randomBytes(30).toString('base64url');
+    const row = await trx
+      .insertInto('ai_apps')
+      .values({
+        id: newId(),
+        account_id: account.id,
+        name,
+        token_hash: hashToken(token),
+        prefix: token.slice(0, APP_TOKEN_PREFIX.length + 4),
+        created_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { ...appView(row), token };
+  });
+  // GET /me shows the connected apps.
+  s.accountViews.changed(account.id);
+  return created;
+}
+
+async function connectedCount(db: Executor, accountId: string): Promise<number> {
+  const { n } = await db
+    .selectFrom('ai_apps')
+    .select(sql<number>`count(*)::int`.as('n'))
+    .where('account_id', '=', accountId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return n;
+}
+
+/** The account's connected apps, oldest first (no tokens). */
+export async function listApps(db: Executor, accountId: string): Promise<AppView[]> {
+  const rows = await db
+    .selectFrom('ai_apps')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('revoked_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map(appView);
+}
+
+/** Disconnects an app: its token answers 401 from the next request on (404: not a connected app of the account). */
+export async function disconnectApp(s: Services, accountId: string, appId: string): Promise<void> {
+  const row = await s.db
+    .updateTable('ai_apps')
+    .set({ revoked_at: s.clock.now() })
+    .where('id', '=', appId)
+    .where('account_id', '=', accountId)
+    .where('revoked_at', 'is', null)
+    .returning('id')
+    .executeTakeFirst();
+  if (!row) throw new ApiError('ai_app_not_found');
+  s.accountViews.changed(accountId);
+}
+
+/** Who an MCP request is: the app and its account. */
+export interface AppPrincipal {
+  app: { id: string; name: string };
+  account: AccountRow;
+  /** What the limiter needs (the account's plan and limits). */
+  caps: AccountLimitsCtx;
+}
+
+/**
+ * The connected app an `Authorization` header names; null when it is missing, not a Bearer
+ * `etk_app_` token (an API key `etk_live_…` is not one), unknown or disconnected. One indexed
+ * read with the account.
+ */
+export async function appForToken(db: Db, authorization: string | undefined): Promise<AppPrincipal | null> {
+  if (!authorization) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  const token = m?.[1];
+  if (!token || !TOKEN_RE.test(token)) return null;
+  const row = await db
+    .selectFrom('ai_apps as a')
+    .innerJoin('accounts as acc', 'acc.id', 'a.account_id')
+    .selectAll('acc')
+    .select(['a.id as app_id', 'a.name as app_name'])
+    .where('a.token_hash', '=', hashToken(token))
+    .where('a.revoked_at', 'is', null)
+    .executeTakeFirst();
+  if (!row) return null;
+  const { app_id, app_name, ...account } = row;
+  const limits = effectiveLimits(account.plan, account.limits);
+  return { app: { id: app_id, name: app_name }, account, caps: { accountId: account.id, plan: account.plan, limits } };
+}
+
+/** Where the protected resource's metadata is (RFC 9728), under this service's public URL. */
+export const protectedResourceMetadataUrl = (s: Services): string => `${s.publicUrl}/.well-known/oauth-protected-resource`;
+
+/** The `WWW-Authenticate` value of a 401 from /mcp (RFC 9728 §5.1). */
+export const mcpChallenge = (s: Services): string => `Bearer resource_metadata="${protectedResourceMetadataUrl(s)}"`;
+
+/**
+ * The protected resource's metadata (RFC 9728 §2): the MCP endpoint, no authorization server
+ * yet (tokens are issued by the operator), bearer tokens in the Authorization header.
+ */
+export const protectedResourceMetadata = (s: Services) => ({
+  resource: `${s.publicUrl}/mcp`,
+  authorization_servers: [] as string[],
+  bearer_methods_supported: ['header'],
+  resource_name: 'Chasqui MCP',
+});
