@@ -325,6 +325,36 @@ describe('refusals as isError ("A refused call is a tool result with isError: tr
 });
 
 describe('the /mcp route (mcp.md "Transport": POST; GET may answer 405 in stateless mode; DNS rebinding)', () => {
+  it('"Only tools/call counts": each tools/call of a JSON-RPC batch counts; the one over the cap answers 429 with its id', async () => {
+    const acc = await app.createAccount({ limits: { mcpCallsPerMinute: 2 } });
+    const connected = await app.admin('POST', `/accounts/${acc.id}/ai-apps`, { name: 'Lote' });
+    expect(connected.status).toBe(201);
+    const headers = {
+      accept: 'application/json, text/event-stream',
+      authorization: `Bearer ${connected.body.token}`,
+      'mcp-protocol-version': '2025-06-18',
+    };
+    const call = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'list_templates', arguments: {} } });
+    const batch = await request(
+      `${app.url}/mcp`,
+      'POST',
+      [{ jsonrpc: '2.0', id: 1, method: 'tools/list' }, call(2), call(3), call(4)],
+      headers,
+    );
+    expect(batch.status).toBe(429);
+    expect(batch.headers.get('retry-after')).toBe('60');
+    expect(batch.body).toEqual({
+      jsonrpc: '2.0',
+      id: 4,
+      error: { code: -32000, message: textFor('mcp_rate_limited', { limit: 2 }) },
+    });
+    // The window is full; tools/list still answers.
+    expect((await request(`${app.url}/mcp`, 'POST', call(5), headers)).status).toBe(429);
+    const list = await request(`${app.url}/mcp`, 'POST', { jsonrpc: '2.0', id: 6, method: 'tools/list' }, headers);
+    expect(list.status).toBe(200);
+    expect(list.body.result.tools).toHaveLength(TOOL_NAMES.length);
+  });
+
   it('GET and DELETE /mcp answer 405 with Allow: POST in the error shape', async () => {
     for (const method of ['GET', 'DELETE']) {
       const r = await request(`${app.url}/mcp`, method);
