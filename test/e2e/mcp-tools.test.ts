@@ -168,6 +168,17 @@ describe('tools listed (mcp.md "Tools": names in snake_case, descriptions, input
   });
 });
 
+describe('plans (mcp.md: "Available on every plan (free_trial included), unlike the REST API")', () => {
+  it('a free_trial account, refused by the REST API (402), reads and sends through its AI app', async () => {
+    const acc = await app.createAccount({ plan: 'free_trial' });
+    expect((await acc.call('GET', '/templates')).status).toBe(402);
+    const mcp = await connectApp(acc);
+    expect(ok(await mcp.call('list_templates'))).toEqual({ data: [] });
+    const contact = ok(await mcp.call('upsert_contact', { phone: freshPhone(), name: 'Caro' }));
+    expect(ok(await mcp.call('get_contact', { id: contact.id }))).toEqual(contact);
+  });
+});
+
 describe('results equal to REST ("every result carries structuredContent (the same JSON as the REST endpoint)")', () => {
   it('each reading tool gives the JSON of its GET for the same account', async () => {
     const d = await seeded();
