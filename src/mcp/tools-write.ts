@@ -13,11 +13,8 @@ import { Uuid } from '../http/schemas.js';
 import { sendMessage } from '../messages/send.js';
 import { answer, type ToolCaller, tool } from './kit.js';
 
-const Phone = z
-  .string()
-  .min(1)
-  .max(40)
-  .describe('Teléfono del cliente en formato internacional, con código de país (ej. +54 9 11 5555-5555)');
+// The phone rules of each REST body: POST /messages checks the number in the send, an execution start caps its length.
+const PHONE = 'Teléfono del cliente en formato internacional, con código de país (ej. +54 9 11 5555-5555)';
 
 /** The account's message minute cap (api.md §8): an ApiError to refuse with, or nothing. */
 async function admitMessage(c: ToolCaller): Promise<void> {
@@ -50,7 +47,7 @@ export const writeTools = [
     description:
       'Envía un WhatsApp a un teléfono: text (texto libre, solo dentro de las 24 horas desde el último mensaje del cliente) o template (una plantilla APPROVED, en cualquier momento), uno de los dos. Que responda no significa que llegó: seguilo con get_message.',
     input: z.strictObject({
-      to: Phone,
+      to: z.string().describe(PHONE),
       text: z.string().min(1).max(4096).optional().describe('Texto libre: solo si el cliente escribió en las últimas 24 horas'),
       template: z
         .strictObject({
@@ -116,7 +113,7 @@ export const writeTools = [
       'Inicia una automatización activa (de list_automations) para el teléfono de un cliente. Responde cuando la automatización llega a su primera espera o termina, con su estado.',
     input: z.strictObject({
       automationId: Uuid.describe('El id de la automatización'),
-      to: Phone,
+      to: z.string().min(1).max(40).describe(PHONE),
       variables: StartVariables.optional().describe('Textos que la automatización lee como {{nombre}} (hasta 100)'),
       phoneNumberId: Uuid.optional().describe(
         'El número desde el que escribe; si no lo mandás, el de la automatización o el predeterminado',
