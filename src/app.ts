@@ -1,5 +1,5 @@
-// Builds the Fastify instance: error shape, request ids, validation, OpenAPI, and the three
-// surfaces (public /api/v1 behind the guards, operator /admin/v1, channel receivers).
+// Builds the Fastify instance: error shape, request ids, validation, OpenAPI, and the surfaces
+// (public /api/v1 behind the guards, operator /admin/v1, channel receivers, /mcp for AI apps).
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import fastifySwagger from '@fastify/swagger';
@@ -30,6 +30,7 @@ import { checkingIntervalFor, clientErrorHandler, watchBody } from './http/slow-
 import { findUnstorable, jsonTextSuspect } from './http/storable.js';
 import { installSpanishZodMessages } from './http/zod-es.js';
 import { mcpMetadataRoutes } from './mcp/metadata-routes.js';
+import { mcpRoutes } from './mcp/server.js';
 import { messageRoutes } from './messages/routes.js';
 import type { Services } from './services.js';
 import { templateRoutes } from './templates/routes.js';
@@ -195,6 +196,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(async (ch) => cloudReceiverRoutes(ch as unknown as ZodApp, services));
   await app.register(async (hooks) => automationHookRoutes(hooks as unknown as ZodApp, services));
   await app.register(async (wk) => mcpMetadataRoutes(wk as unknown as ZodApp, services));
+  // MCP for connected AI apps (mcp.md): its own token and per-app cap, outside the /api/v1 guards.
+  await app.register(async (mcp) => mcpRoutes(mcp, services));
 
   return app;
 }

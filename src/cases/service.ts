@@ -98,19 +98,20 @@ export function setOutcome(
 /**
  * Moves an open case to a stage of its pipeline (or, for a case in no pipeline, of any pipeline
  * of the account): `case.stage_changed`; a `won`/`lost` stage also closes it with closeReason
- * `stage` (`case.closed`). A closed case → 409 case_closed. Moving to the stage it is in changes
- * only the amount (and emits only if the amount changed).
+ * `stage` (`case.closed`), closedBy `by` (a connected AI app; null for an API key). A closed case →
+ * 409 case_closed. Moving to the stage it is in changes only the amount (and emits only if the amount changed).
  */
 export function changeStage(
   s: Services,
   accountId: string,
   caseId: string,
   input: { stageId: string; amount?: number | undefined },
+  by: By | null = null,
 ): Promise<CaseView> {
   return change(s, async (trx, now) => {
     const c = await lockCase(trx, accountId, caseId);
     if (c.status !== 'open') throw new ApiError('case_closed_stage');
-    return moveToStage(trx, accountId, c, input, now);
+    return moveToStage(trx, accountId, c, input, now, by);
   });
 }
 
@@ -124,6 +125,7 @@ export async function moveToStage(
   c: CaseRow,
   input: { stageId: string; amount?: number | undefined },
   now: Date,
+  by: By | null = null,
 ): Promise<CaseJoined> {
   const stage = await trx
     .selectFrom('stages')
@@ -146,7 +148,7 @@ export async function moveToStage(
     stage_entered_at: now,
     stage_amount: input.amount ?? null,
     updated_at: now,
-    ...(closes ? { status: 'closed', closed_at: now, close_reason: 'stage', closed_by: null } : {}),
+    ...(closes ? { status: 'closed', closed_at: now, close_reason: 'stage', closed_by: by ? JSON.stringify(by) : null } : {}),
   };
   await trx.updateTable('cases').set(set).where('id', '=', c.id).execute();
   return emitCaseEvents(trx, closes ? ['case.stage_changed', 'case.closed'] : ['case.stage_changed'], c.id, now);

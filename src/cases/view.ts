@@ -34,7 +34,14 @@ const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 export const scoreBucket = (score: number | null): 'hot' | 'warm' | 'cold' | null =>
   score === null ? null : score >= 70 ? 'hot' : score >= 40 ? 'warm' : 'cold';
 
-const ByView = z.object({ id: z.string(), name: z.string() }).nullable().describe('The team member; null when automatic or by API');
+const ByView = z
+  .object({
+    type: z.literal('ai_app').optional().describe('Present when a connected AI app did it (MCP)'),
+    id: z.string(),
+    name: z.string(),
+  })
+  .nullable()
+  .describe('The team member, or the connected AI app (`type: "ai_app"`); null when automatic or by an API key');
 
 export const CaseStage = z
   .object({
@@ -106,7 +113,8 @@ export type CaseView = z.infer<typeof CaseView>;
 
 type AdJson = { id: string; headline: string; sourceUrl: string; at?: string };
 const adView = (ad: AdJson | null) => (ad ? { id: ad.id, headline: ad.headline, sourceUrl: ad.sourceUrl } : null);
-const byView = (b: By | null): By | null => (b ? { id: b.id, name: b.name } : null);
+const byView = (b: By | null): By | null =>
+  b ? (b.type === 'ai_app' ? { type: 'ai_app', id: b.id, name: b.name } : { id: b.id, name: b.name }) : null;
 
 export function caseView(r: CaseJoined): CaseView {
   return {

@@ -8,7 +8,8 @@ type JsonDefault<T> = ColumnType<T, string | T | undefined, string | T>;
 /** numeric comes back as text from both drivers. */
 type Numeric = ColumnType<string, number | string, number | string>;
 
-export type By = { id: string; name: string };
+/** Who did it: a team member `{id, name}`, or a connected AI app with `type: 'ai_app'` (decisions.md). */
+export type By = { type?: 'ai_app'; id: string; name: string };
 
 export interface AccountsTable {
   id: string;

@@ -349,6 +349,24 @@ export const catalogue = {
     text: (p) =>
       `${p.count === 1 ? `El paso ${p.ids} vuelve a sí mismo` : `Los pasos ${p.ids} forman un ciclo`} sin ask ni wait: la automatización se repetiría sin parar. Agregá un ask o un wait al ciclo, o cortalo con otro next.`,
   },
+  // The MCP server (src/mcp): its HTTP answers and the refusals of its tools (mcp.md)
+  mcp_unauthorized: {
+    status: 401,
+    text: 'Falta el token de la app de IA o no es válido. Revisá el encabezado Authorization: Bearer etk_app_… (el token se muestra una sola vez al conectar la app).',
+  },
+  mcp_host_refused: {
+    status: 403,
+    text: 'Este servidor no atiende pedidos para ese nombre (encabezado Host). Usá la dirección pública del servicio (PUBLIC_URL).',
+  },
+  mcp_origin_refused: {
+    status: 403,
+    text: 'No aceptamos pedidos desde esa página web (encabezado Origin). Conectate desde una app de IA, no desde un navegador.',
+  },
+  mcp_rate_limited: {
+    status: 429,
+    text: (p) => `Tu app de IA superó el límite de ${p.limit} llamadas a herramientas por minuto. Esperá un minuto y probá de nuevo.`,
+  },
+  mcp_invalid_arguments: { status: 400, text: (p) => `Revisá los argumentos: ${p.problems}` },
   database_unavailable: {
     status: 503,
     text: 'El servicio no puede llegar a su base de datos en este momento. Probá de nuevo en unos segundos.',

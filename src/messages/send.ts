@@ -30,6 +30,8 @@ export interface SendInput {
   campaignId?: string;
   /** Who writes when it is not the API: an automation, an AI agent or a team member. */
   origin?: SendOrigin;
+  /** A connected AI app sending through the API's rules (source `api`): kept as the message's sender. */
+  app?: { id: string; name: string };
 }
 
 export interface SendOrigin {
@@ -170,6 +172,7 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
         campaign_id: input.campaignId ?? null,
         source: origin?.source ?? (input.campaignId ? 'campaign' : 'api'),
         ...(origin?.by ? { sent_by: JSON.stringify({ id: origin.by.id ?? null, name: origin.by.name }) } : {}),
+        ...(input.app ? { sent_by: JSON.stringify({ type: 'ai_app', id: input.app.id, name: input.app.name }) } : {}),
         created_at: now,
         updated_at: now,
       })
