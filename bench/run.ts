@@ -1,13 +1,14 @@
 // `npm run bench`: each figure next to its floor, measured in the same run on the same machine,
 // printed as a ratio and written to bench/results.json. PostgreSQL when DATABASE_URL is set (a
 // fresh database per server), else PGlite in a temporary DATA_DIR; Redis counters when REDIS_URL
-// is set. `BENCH_ONLY=me,contacts` runs some figures only. Speed is measured here, never asserted
-// in timed tests (docs/performance.md).
+// is set. `BENCH_ONLY=me,contacts` runs some figures only (`BENCH_ONLY=mcp`: the MCP tool call).
+// Speed is measured here, never asserted in timed tests (docs/performance.md).
 import { cpus } from 'node:os';
 import { agentFigures } from './figures/agents.js';
 import { automationFigures } from './figures/automations.js';
 import { casesFigure } from './figures/cases.js';
 import { contactFigures } from './figures/contacts.js';
+import { mcpFigures } from './figures/mcp.js';
 import { meFigures } from './figures/me.js';
 import { messageFigure } from './figures/messages.js';
 import { rssFigure } from './figures/rss.js';
@@ -33,6 +34,7 @@ async function main() {
     if (want('rss')) await rssFigure(server);
     if (want('cases')) await casesFigure(server);
     if (want('automations')) await automationFigures(server);
+    if (want('mcp')) await mcpFigures(server);
   } finally {
     await server.stop();
     await db?.drop();

@@ -1,0 +1,128 @@
+// An MCP tools/call of list_templates against GET /api/v1/templates on the same server (the same
+// service call and the same JSON, behind the MCP transport instead of the REST guard pipeline), and
+// what building the MCP server object anew for each request costs (docs/mcp.md, docs/performance.md).
+import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
+import type { ToolCaller } from '../../src/mcp/kit.js';
+import { buildMcpServer } from '../../src/mcp/server.js';
+import {
+  admin,
+  benchAccount,
+  CONNECTIONS,
+  checkClean,
+  DURATION,
+  type LoadResult,
+  load,
+  meanOf,
+  must,
+  quantile,
+  type Server,
+  UNLIMITED,
+} from '../lib.js';
+import { record } from '../report.js';
+
+/** Slices of each target's load taken in turn, so a drift of the machine's speed hits both alike. */
+const SLICES = 4;
+const TARGETS = ['mcp', 'rest'] as const;
+type Target = (typeof TARGETS)[number];
+
+/** The JSON-RPC request of every MCP load request (stateless: no initialize needed first). */
+const CALL = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_templates', arguments: {} } });
+const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+
+export async function mcpFigures(server: Server): Promise<void> {
+  // No caps on either side: neither the REST request cap nor the app's tool-call cap refuses.
+  const acc = await benchAccount(server.url, { ...UNLIMITED, aiApps: null, mcpCallsPerMinute: null }, 'bench-mcp');
+  for (const [name, end] of [
+    ['confirmacion_pedido', 'está confirmado'],
+    ['pedido_en_camino', 'está en camino'],
+  ]) {
+    await must(
+      admin(server.url, 'POST', `/accounts/${acc.id}/templates`, {
+        name,
+        category: 'UTILITY',
+        body: `Hola {{nombre}}, tu pedido {{pedido}} ${end}.`,
+        variables: [
+          { name: 'nombre', label: 'Nombre', example: 'Ana' },
+          { name: 'pedido', label: 'Número de pedido', example: '1234' },
+        ],
+        status: 'APPROVED',
+      }),
+      201,
+      'create template',
+    );
+  }
+  const app = await must(admin(server.url, 'POST', `/accounts/${acc.id}/ai-apps`, { name: 'bench' }), 201, 'connect AI app');
+  await checkSameJson(server.url, acc.key, app.token);
+
+  const pid = server.proc.pid;
+  const targets: Record<Target, Parameters<typeof load>[0]> = {
+    mcp: { url: `${server.url}/mcp`, method: 'POST', headers: { authorization: `Bearer ${app.token}`, ...MCP_HEADERS }, body: CALL, pid },
+    rest: { url: `${server.url}/api/v1/templates`, headers: { authorization: `Bearer ${acc.key}` }, pid },
+  };
+  const runs: Record<Target, LoadResult[]> = { mcp: [], rest: [] };
+  for (let slice = 0; slice < SLICES; slice++) {
+    for (const name of TARGETS) {
+      runs[name].push(await load({ ...targets[name], duration: DURATION / SLICES, connections: CONNECTIONS, warmup: slice === 0 }));
+    }
+  }
+  const [mcp, rest] = TARGETS.map((t) => meanOf(runs[t])) as [LoadResult, LoadResult];
+  checkClean('MCP tools/call list_templates', mcp);
+  checkClean('GET /api/v1/templates', rest);
+  const cpu = (r: LoadResult) => (r.cpuUs === undefined ? '?' : r.cpuUs.toFixed(0));
+  const ratio = mcp.rps / rest.rps;
+  record({
+    figure: 'MCP tools/call list_templates req/s',
+    value: mcp.rps,
+    unit: 'req/s',
+    floor: 'GET /templates, same server',
+    floorValue: rest.rps,
+    ratio,
+    goal: '≥ 0.5',
+    pass: ratio >= 0.5,
+    note: `p99 ${mcp.p99} vs ${rest.p99} ms; server CPU ${cpu(mcp)} vs ${cpu(rest)} µs per request`,
+  });
+  await constructionFigure(mcp.cpuUs);
+}
+
+/** The figure compares like with like: the tool's structuredContent is the REST answer. */
+async function checkSameJson(url: string, key: string, token: string): Promise<void> {
+  const rest = await (await fetch(`${url}/api/v1/templates`, { headers: { authorization: `Bearer ${key}` } })).json();
+  const res = await fetch(`${url}/mcp`, { method: 'POST', headers: { authorization: `Bearer ${token}`, ...MCP_HEADERS }, body: CALL });
+  const text = await res.text();
+  const structured = res.status === 200 ? JSON.parse(text)?.result?.structuredContent : undefined;
+  if (JSON.stringify(structured) !== JSON.stringify(rest)) {
+    throw new Error(`MCP list_templates is not the REST answer: ${res.status} ${text.slice(0, 500)}`);
+  }
+}
+
+/**
+ * What one request's MCP objects cost to build (src/mcp/server.ts buildMcpServer: the McpServer
+ * and its tools, plus the stateless transport it is connected to), timed in this process with the
+ * server's own code, next to the server CPU of one tools/call. No tool runs: the caller is unread.
+ */
+async function constructionFigure(callCpuUs: number | undefined): Promise<void> {
+  const caller = { by: { type: 'ai_app', id: 'bench', name: 'bench' } } as unknown as ToolCaller;
+  const once = async () => {
+    const t0 = process.hrtime.bigint();
+    const server = buildMcpServer(caller);
+    await server.connect(new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true }));
+    const us = Number(process.hrtime.bigint() - t0) / 1000;
+    await server.close();
+    return us;
+  };
+  for (let i = 0; i < 2_000; i++) await once(); // warm up (V8 optimizes the path)
+  const samples: number[] = [];
+  for (let i = 0; i < 5_000; i++) samples.push(await once());
+  const p50 = quantile(samples, 0.5);
+  record({
+    figure: 'MCP server + transport built per request',
+    value: p50,
+    unit: 'µs p50',
+    floor: 'server CPU of one tools/call',
+    floorValue: callCpuUs ?? null,
+    ratio: callCpuUs === undefined ? null : p50 / callCpuUs,
+    goal: 'report',
+    pass: null,
+    note: `p99 ${quantile(samples, 0.99).toFixed(1)} µs over ${samples.length} builds, in the bench process`,
+  });
+}
