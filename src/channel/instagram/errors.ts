@@ -35,7 +35,8 @@ export function instagramErrorFrom(err: unknown, target: InstagramTarget): Provi
   if (code === ALREADY_REPLIED || /already (been )?replied/i.test(text)) {
     return new ProviderError('rejected', instagramReason('comment_replied'), code);
   }
-  if (code === 190 || code === 102 || code === 463 || code === 467) return new ProviderError('auth', instagramReason('token'), code);
+  // 190 whatever its subcode (463 expired, 460 password changed, 467 invalid); 102 an old session.
+  if (code === 190 || code === 102) return new ProviderError('auth', instagramReason('token'), code);
   if (code === 3 || code === 10 || (code !== null && code >= 200 && code <= 299)) {
     return new ProviderError('auth', instagramReason('permission'), code);
   }
@@ -48,8 +49,9 @@ export function instagramErrorFrom(err: unknown, target: InstagramTarget): Provi
   }
   if (code === null && err.error?.type === 'OAuthException') return new ProviderError('auth', instagramReason('token'), null);
   if (code === null && (err.status === 401 || err.status === 403)) return new ProviderError('auth', instagramReason('token'), null);
-  if (err.status >= 500 || err.status === 429)
+  if (err.status >= 500 || err.status === 429) {
     return new ProviderError('temporary', instagramReason('status', { status: err.status }), code);
+  }
   if (code !== null && text) return new ProviderError('rejected', instagramReason('text_code', { text, code }), code);
   return new ProviderError('rejected', instagramReason('status', { status: err.status }), code);
 }
