@@ -24,6 +24,8 @@ const ConfigSchema = z.object({
   GRAPH_API_URL: z.string().url().default('https://graph.facebook.com/v24.0'),
   /** Whole Graph request (connect to last byte); sends are never retried, a timeout is a temporary 502. */
   GRAPH_TIMEOUT_MS: z.coerce.number().int().min(10).max(120_000).default(15_000),
+  /** Instagram API with Instagram Login (the social channel's sends), used as is: it carries the version. */
+  INSTAGRAM_API_URL: z.string().url().default('https://graph.instagram.com/v22.0'),
   SANDBOX_AUTO_STATUS: onOff.default(true),
   TRUST_PROXY: z.string().optional(),
   WEBHOOK_RETRY_SCHEDULE: schedule.default([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),

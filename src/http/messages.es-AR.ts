@@ -451,6 +451,44 @@ export const graphAccountReasons: Readonly<Record<number, string>> = {
 };
 
 /**
+ * Reasons an Instagram send (the social channel, socialchat) was refused or failed
+ * (ProviderError.reason): like providerReasons, lower case, the end of a sentence. Instagram has no
+ * templates, so nothing here tells the caller to use one.
+ */
+const instagramReasons = {
+  timeout: 'Instagram no respondió a tiempo',
+  unreachable: 'no pudimos conectarnos con Instagram',
+  failed: 'falló la conexión con Instagram',
+  no_mid: 'Instagram no devolvió el id del mensaje',
+  status: (p) => `Instagram respondió con estado ${p.status}`,
+  text_code: (p) => `Instagram lo rechazó: ${p.text} (código ${p.code})`,
+  text_too_long: (p) => `el texto ocupa ${p.bytes} bytes e Instagram acepta hasta ${p.max}: acortalo`,
+  window:
+    'pasaron más de 24 horas desde el último mensaje del contacto en Instagram, que no deja escribirle hasta que vuelva a escribir (no hay plantillas en Instagram)',
+  comment_window: 'pasaron más de 7 días desde el comentario y Instagram ya no deja responderlo en privado',
+  comment_replied: 'ese comentario ya tiene su respuesta privada: Instagram permite una sola por comentario',
+  comment_not_found: 'Instagram no encontró el comentario (puede que lo hayan borrado)',
+  user_not_found: 'Instagram no encontró a ese usuario para esta cuenta',
+  user_unavailable: 'el usuario de Instagram no puede recibir mensajes ahora (puede haber bloqueado la cuenta o desactivado su perfil)',
+  token:
+    'Instagram rechazó el token de acceso de la cuenta social (venció o fue revocado). Generá un token nuevo y actualizalo en la conexión de la cuenta.',
+  permission:
+    'el token de la cuenta social no tiene permiso para enviar mensajes de Instagram. Dale el permiso instagram_business_manage_messages y actualizalo en la conexión de la cuenta.',
+  rate_limit: 'la cuenta llegó a su límite de llamadas a Instagram',
+  unknown: 'Instagram tuvo un error desconocido',
+  unavailable: 'el servicio de Instagram no está disponible',
+  template:
+    'Instagram no tiene plantillas: en el canal social solo se envía texto, dentro de las 24 horas desde el último mensaje del contacto',
+} as const satisfies Record<string, Text>;
+
+export type InstagramReason = keyof typeof instagramReasons;
+
+export function instagramReason(code: InstagramReason, params: Record<string, string | number> = {}): string {
+  const t: Text = instagramReasons[code];
+  return typeof t === 'function' ? t(params) : t;
+}
+
+/**
  * Why an execution failed (its `error` and the `automation.failed` event). A refused send uses
  * the refusal's own text instead.
  */

@@ -239,7 +239,8 @@ describe('contract shapes an external suite checks key by key', () => {
       ].sort(),
     );
     expect(Object.keys(me.body.usage).sort()).toEqual(
-      ['period', 'apiCalls', 'webhookDeliveries', 'contacts', 'automationSteps', 'automationHttpRequests'].sort(),
+      // aiApps: the AI apps connected now (mcp.md "`GET /me` `usage` shows `aiApps` connected").
+      ['period', 'apiCalls', 'webhookDeliveries', 'contacts', 'automationSteps', 'automationHttpRequests', 'aiApps'].sort(),
     );
     expect(me.body.usage.period.start).toMatch(ISO_MS);
     expect(me.body.usage.period.end).toMatch(ISO_MS);

@@ -1,0 +1,105 @@
+// Sends on the social channel (social.md "Outbound"): Instagram API with Instagram Login,
+// `POST {INSTAGRAM_API_URL}/{igUserId}/messages` with `{recipient: {id}, message: {text}}` for a
+// direct message or `{recipient: {comment_id}, message: {text}}` for a comment's private reply;
+// Instagram answers `{recipient_id, message_id}`. Like the Cloud client (cloud/graph.ts): one
+// pooled undici agent, a connect timeout and a whole-request timeout, redirects not followed, no
+// retries (a timed-out send may have left). The token travels only in the Authorization header.
+import { Agent, request } from 'undici';
+import { instagramReason } from '../../http/messages.es-AR.js';
+import { GraphApiError, type GraphErrorBody, GraphNetworkError } from '../cloud/graph.js';
+import { ProviderError } from '../types.js';
+import { instagramErrorFrom } from './errors.js';
+
+/** Instagram takes message text up to 1000 bytes of UTF-8. */
+export const INSTAGRAM_TEXT_MAX_BYTES = 1000;
+const CONNECT_TIMEOUT_MS = 5_000;
+const DEFAULT_TIMEOUT_MS = 15_000;
+
+export interface InstagramSendOptions {
+  /** INSTAGRAM_API_URL, used as is (it carries the version: `https://graph.instagram.com/v22.0`). */
+  baseUrl: string;
+  /** The professional account's Instagram user id (the social account's igUserId). */
+  igUserId: string;
+  accessToken: string;
+  /** Whole request, connect to the answer's last byte (GRAPH_TIMEOUT_MS in the app); default 15 s. */
+  timeoutMs?: number;
+}
+
+/** A user's Instagram-scoped id (a direct message) or a comment's id (its one private reply). */
+export type InstagramRecipient = { userId: string } | { commentId: string };
+
+let agent: Agent | null = null;
+
+/**
+ * Sends one text; resolves with Instagram's message id (`mid`, the id its webhooks use) or
+ * throws a ProviderError whose reason is the catalogue's Spanish text.
+ */
+export async function sendInstagram(opts: InstagramSendOptions, to: InstagramRecipient, text: string): Promise<{ mid: string }> {
+  const target = 'commentId' in to ? 'comment' : 'user';
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > INSTAGRAM_TEXT_MAX_BYTES) {
+    throw new ProviderError('rejected', instagramReason('text_too_long', { bytes, max: INSTAGRAM_TEXT_MAX_BYTES }));
+  }
+  const recipient = 'commentId' in to ? { comment_id: to.commentId } : { id: to.userId };
+  let answer: unknown;
+  try {
+    answer = await post(opts, { recipient, message: { text } });
+  } catch (err) {
+    throw instagramErrorFrom(err, target);
+  }
+  const mid = (answer as { message_id?: unknown } | null)?.message_id;
+  // 2xx without a message id: the message may or may not have left; do not guess.
+  if (typeof mid !== 'string' || mid === '') throw new ProviderError('temporary', instagramReason('no_mid'));
+  return { mid };
+}
+
+/** Closes the pooled connections (at shutdown). */
+export async function closeInstagramSend(): Promise<void> {
+  const a = agent;
+  agent = null;
+  await a?.close();
+}
+
+async function post(opts: InstagramSendOptions, body: unknown): Promise<unknown> {
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  agent ??= new Agent({ connect: { timeout: CONNECT_TIMEOUT_MS } });
+  const url = `${opts.baseUrl.replace(/\/+$/, '')}/${encodeURIComponent(opts.igUserId)}/messages`;
+  let res: Awaited<ReturnType<typeof request>>;
+  let raw: string;
+  try {
+    res = await request(url, {
+      method: 'POST',
+      dispatcher: agent,
+      headers: { authorization: `Bearer ${opts.accessToken}`, accept: 'application/json', 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    raw = await res.body.text();
+  } catch (err) {
+    throw new GraphNetworkError(isTimeout(err), err);
+  }
+  let json: unknown = null;
+  try {
+    json = raw ? JSON.parse(raw) : null;
+  } catch {
+    json = null;
+  }
+  if (res.statusCode < 200 || res.statusCode >= 300) {
+    const e = json && typeof json === 'object' && 'error' in json ? (json as { error: unknown }).error : null;
+    throw new GraphApiError(res.statusCode, e && typeof e === 'object' ? (e as GraphErrorBody) : null);
+  }
+  return json;
+}
+
+function isTimeout(err: unknown): boolean {
+  const e = err as { name?: string; code?: string } | null;
+  return (
+    e?.name === 'TimeoutError' ||
+    e?.name === 'AbortError' ||
+    e?.code === 'UND_ERR_CONNECT_TIMEOUT' ||
+    e?.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    e?.code === 'UND_ERR_BODY_TIMEOUT'
+  );
+}
