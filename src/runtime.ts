@@ -20,12 +20,13 @@ import type { Config } from './config.js';
 import { type OpenDb, openDatabase } from './db/index.js';
 import { migrate } from './db/migrate.js';
 import { JobScheduler } from './jobs/scheduler.js';
-import { KeyAuthenticator } from './keys/service.js';
+import { keyAuthenticator } from './keys/service.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { serializeErr } from './lib/log-err.js';
 import { createLimiter } from './limits/index.js';
 import { DbUsageMeter } from './limits/usage.js';
 import { createLlmClient } from './llm/client.js';
+import { appAuthenticator } from './mcp/apps.js';
 import { type DemoSeed, seedDemoIfEmpty } from './seed.js';
 import type { Services } from './services.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
@@ -109,7 +110,8 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     log,
     limiter: createLimiter(config, clock, (accountId, period) => usage.recordedApiCalls(accountId, period), log),
     usage,
-    auth: new KeyAuthenticator(database.db, clock),
+    auth: keyAuthenticator(database.db, clock),
+    apps: appAuthenticator(database.db, clock),
     accountViews: new AccountViewCache(database.db, usage, clock),
     channels,
     dispatcher: { wake() {}, runOnce: async () => 0 },
@@ -119,6 +121,11 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     llm: createLlmClient(config, log),
     adminToken: admin.token,
   };
+  // Another process revoked a key, disconnected an app or changed a plan: forget it here too.
+  services.limiter.onForget((accountId) => {
+    services.auth.forgetAccount(accountId);
+    services.apps.forgetAccount(accountId);
+  });
   const dispatcher = new WebhookDispatcher(services);
   services.dispatcher = dispatcher;
   const automations = new AutomationRunner(services);

@@ -8,6 +8,7 @@ import type { KeyAuthenticator } from './keys/service.js';
 import type { Clock } from './lib/clock.js';
 import type { Limiter, UsageMeter } from './limits/types.js';
 import type { LlmClient } from './llm/types.js';
+import type { AppAuthenticator } from './mcp/apps.js';
 
 export interface Dispatcher {
   /** A writer committed new deliveries: look now instead of at the next poll. */
@@ -43,6 +44,8 @@ export interface Services {
   limiter: Limiter;
   usage: UsageMeter;
   auth: KeyAuthenticator;
+  /** AI app tokens (etk_app_) of the MCP server, cached like the keys (mcp/apps.ts). */
+  apps: AppAuthenticator;
   /** GET /me views; `changed(accountId)` after a write of the account through this process. */
   accountViews: AccountViewCache;
   channels: ChannelRegistry;

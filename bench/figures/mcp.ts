@@ -1,7 +1,7 @@
 // An MCP tools/call of list_templates against GET /api/v1/templates on the same server (the same
 // service call and the same JSON, behind the MCP transport instead of the REST guard pipeline), and
 // what building the MCP server object anew for each request costs (docs/mcp.md, docs/performance.md).
-import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 import type { ToolCaller } from '../../src/mcp/kit.js';
 import { buildMcpServer } from '../../src/mcp/server.js';
 import {
@@ -105,7 +105,7 @@ async function constructionFigure(callCpuUs: number | undefined): Promise<void> 
   const once = async () => {
     const t0 = process.hrtime.bigint();
     const server = buildMcpServer(caller);
-    await server.connect(new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true }));
+    await server.connect(new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true }));
     const us = Number(process.hrtime.bigint() - t0) / 1000;
     await server.close();
     return us;

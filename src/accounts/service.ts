@@ -4,6 +4,7 @@ import { type PhoneNumberView, readPhoneNumbers } from '../channel/phone-numbers
 import type { Executor } from '../db/index.js';
 import type { AccountRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
+import { forgetCredentials } from '../keys/service.js';
 import { newId } from '../lib/ids.js';
 import { effectiveLimits, type Limits } from '../limits/plans.js';
 import type { UsageMeter, UsageSnapshot } from '../limits/types.js';
@@ -59,7 +60,7 @@ export async function updateAccount(
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow();
-  s.auth.forgetAccount(id);
+  forgetCredentials(s, id);
   s.accountViews.changed(id);
   return row;
 }

@@ -2,7 +2,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../http/errors.js';
-import { bearer } from '../keys/service.js';
+import { bearer } from '../keys/token-cache.js';
 import type { Services } from '../services.js';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();

@@ -2,7 +2,8 @@
 // IP block (429) → key (401) → plan (402) → minute caps (429) → monthly quota (429).
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { type AuthContext, bearer } from '../keys/service.js';
+import type { AuthContext } from '../keys/service.js';
+import { bearer } from '../keys/token-cache.js';
 import { planHasApi } from '../limits/plans.js';
 import type { CapOutcome } from '../limits/types.js';
 import type { Services } from '../services.js';

@@ -1,5 +1,5 @@
 // API keys (api.md §5): `etk_live_` + 40 random base64url characters, stored only as SHA-256.
-import { hash as oneShotHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db, Executor } from '../db/index.js';
 import type { AccountRow } from '../db/types.js';
@@ -9,13 +9,13 @@ import { newId } from '../lib/ids.js';
 import { effectiveLimits, type Limits, suggestPlan } from '../limits/plans.js';
 import type { AccountLimitsCtx } from '../limits/types.js';
 import type { Services } from '../services.js';
+import { hashToken, TokenCache } from './token-cache.js';
 
 export const KEY_PREFIX = 'etk_live_';
 const KEY_RE = /^etk_live_[A-Za-z0-9_-]{32,128}$/;
 const MAX_KEY_LENGTH = KEY_PREFIX.length + 128;
 
-// One-shot hashing (no Hash object): it runs on every request.
-export const hashKey = (key: string): string => oneShotHash('sha256', key, 'hex');
+export const hashKey = hashToken;
 
 export function generateKey(): string {
   return KEY_PREFIX + randomBytes(30).toString('base64url');
@@ -87,7 +87,17 @@ export async function revokeKey(s: Services, accountId: string, keyId: string): 
     .returning('id')
     .executeTakeFirst();
   if (!row) throw new ApiError('key_not_found');
+  forgetCredentials(s, accountId);
+}
+
+/**
+ * An account's keys, app tokens or plan changed: this process's token caches forget it at once,
+ * and every other process is told (through Redis when configured) instead of waiting for the TTL.
+ */
+export function forgetCredentials(s: Pick<Services, 'auth' | 'apps' | 'limiter'>, accountId: string): void {
   s.auth.forgetAccount(accountId);
+  s.apps.forgetAccount(accountId);
+  s.limiter.announceForget(accountId);
 }
 
 export interface AuthContext {
@@ -98,89 +108,30 @@ export interface AuthContext {
   caps: AccountLimitsCtx;
 }
 
-/** The key of an `Authorization: Bearer <key>` header, if it has that form. */
-export function bearer(header: string | undefined): string | undefined {
-  if (!header) return undefined;
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return m?.[1];
-}
-
-interface CacheEntry {
-  ctx: AuthContext;
-  /** Clock time (ms) the entry stops being used. */
-  until: number;
-}
-
 /**
- * Resolves a bearer key to its account. Lookups are cached briefly (a hot path on every
- * request) and made once per key however many requests wait for them; revocation and plan
- * changes in this process clear the cache at once, other processes see them within the TTL.
+ * Resolves a bearer API key to its account (a TokenCache: cached briefly, looked up once per key
+ * however many requests wait for it; revocations and plan changes in this process clear it at once).
  */
-export class KeyAuthenticator {
-  private cache = new Map<string, CacheEntry>();
-  private lookups = new Map<string, Promise<AuthContext | null>>();
-  /** Bumped by every forget: a lookup that started before one is not cached. */
-  private generation = 0;
-  constructor(
-    private readonly db: Db,
-    private readonly clock: Clock,
-    private readonly ttlMs = 2_000,
-  ) {}
+export type KeyAuthenticator = TokenCache<AuthContext>;
 
-  /** The cache entry of a key's hash while it is fresh. */
-  private hit(hash: string): CacheEntry | undefined {
-    const hit = this.cache.get(hash);
-    return hit && hit.until > this.clock.ms() ? hit : undefined;
-  }
-
-  /**
-   * The context of a request's Authorization header when its key is cached (synchronous), else
-   * undefined: call `authenticate`.
-   */
-  cached(header: string | undefined): AuthContext | undefined {
-    const key = bearer(header);
-    // Longer than any key (KEY_RE): not worth hashing.
-    if (!key || key.length > MAX_KEY_LENGTH) return undefined;
-    return this.hit(hashKey(key))?.ctx;
-  }
-
-  async authenticate(key: string | undefined): Promise<AuthContext | null> {
-    if (!key || !KEY_RE.test(key)) return null;
-    const hash = hashKey(key);
-    const hit = this.hit(hash);
-    if (hit) return hit.ctx;
-    let lookup = this.lookups.get(hash);
-    if (!lookup) {
-      lookup = this.lookup(hash).finally(() => this.lookups.delete(hash));
-      this.lookups.set(hash, lookup);
-    }
-    return lookup;
-  }
-
-  private async lookup(hash: string): Promise<AuthContext | null> {
-    const generation = this.generation;
-    const row = await this.db
-      .selectFrom('api_keys')
-      .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
-      .select(['api_keys.id as key_id', 'api_keys.key_hash', 'api_keys.revoked_at'])
-      .selectAll('accounts')
-      .where('api_keys.key_hash', '=', hash)
-      .executeTakeFirst();
-    // Equal-length constant-time check of the stored hash (the lookup itself is by hash, so
-    // response time does not depend on how many characters of a guessed key were right).
-    if (!row || row.revoked_at !== null || !timingSafeEqual(Buffer.from(row.key_hash), Buffer.from(hash))) return null;
-    const { key_id, key_hash: _h, revoked_at: _r, ...account } = row;
-    const limits = effectiveLimits(account.plan, account.limits);
-    const ctx: AuthContext = { keyId: key_id, account, limits, caps: { accountId: account.id, plan: account.plan, limits } };
-    if (generation !== this.generation) return ctx;
-    if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(hash, { ctx, until: this.clock.ms() + this.ttlMs });
-    return ctx;
-  }
-
-  /** Forget cached lookups of one account (after a revocation or a plan change). */
-  forgetAccount(accountId: string): void {
-    this.generation += 1;
-    for (const [h, v] of this.cache) if (v.ctx.account.id === accountId) this.cache.delete(h);
-  }
-}
+export const keyAuthenticator = (db: Db, clock: Clock): KeyAuthenticator =>
+  new TokenCache<AuthContext>(clock, {
+    pattern: KEY_RE,
+    maxLength: MAX_KEY_LENGTH,
+    accountOf: (ctx) => ctx.account.id,
+    async lookup(hash) {
+      const row = await db
+        .selectFrom('api_keys')
+        .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
+        .select(['api_keys.id as key_id', 'api_keys.key_hash', 'api_keys.revoked_at'])
+        .selectAll('accounts')
+        .where('api_keys.key_hash', '=', hash)
+        .executeTakeFirst();
+      // Equal-length constant-time check of the stored hash (the lookup itself is by hash, so
+      // response time does not depend on how many characters of a guessed key were right).
+      if (!row || row.revoked_at !== null || !timingSafeEqual(Buffer.from(row.key_hash), Buffer.from(hash))) return null;
+      const { key_id, key_hash: _h, revoked_at: _r, ...account } = row;
+      const limits = effectiveLimits(account.plan, account.limits);
+      return { keyId: key_id, account, limits, caps: { accountId: account.id, plan: account.plan, limits } };
+    },
+  });

@@ -26,6 +26,8 @@ class NoLimiter implements Limiter {
   async admitMessage() {
     return null;
   }
+  announceForget() {}
+  onForget() {}
   async close() {}
 }
 

@@ -94,6 +94,10 @@ export class MemoryLimiter implements Limiter {
     return takeOne(this.messages, ctx.accountId, windowStart(this.clock.ms()), cap) ? null : messageCapError(cap as number);
   }
 
+  /** One process: its own caches were told already. */
+  announceForget(_accountId: string): void {}
+  onForget(_listener: (accountId: string) => void): void {}
+
   /** Synchronous: no other request of this process interleaves between the check and the count. */
   private decideNow(ctx: AccountLimitsCtx, opts: AdmitOptions, calls: CallsState, now: number): CapOutcome {
     if ((this.ips.get(opts.ip)?.blockedUntil ?? 0) > now) return outcome(ctx, now, 'blocked', 0, 0);

@@ -8,6 +8,8 @@
 //   <p>:bad:<ip>                         invalid keys: hash {s: first hit, n}    (PX 120 s)
 //   <p>:block:<ip>                       IP blocked until (ms of the clock)      (PX 120 s)
 //   channel <p>:blocks                   "ip until" for every block set, so every process knows it
+//   channel <p>:forget                   an account whose keys, app tokens or plan changed: every
+//                                        process's token caches forget it (mcp.md "the token stops at once")
 // Windows and block times come from the injected clock (passed to the scripts), not from
 // Redis's TTLs, so tests can move time; TTLs only clean up. A script touches an account's
 // keys and one IP's block key together: standalone Redis (or one shard), not Redis Cluster.
@@ -72,6 +74,8 @@ export class RedisLimiter implements Limiter {
   private reconciled = new Map<string, number>();
   private readonly leases: Leases;
   private readonly sweep: NodeJS.Timeout;
+  /** Token caches to tell when another process announces a change of an account's credentials. */
+  private forgetListeners: ((accountId: string) => void)[] = [];
   /** Waiting for the end of an outage (`whenShared`). */
   private backOnRedis: (() => void)[] = [];
 
@@ -111,8 +115,12 @@ export class RedisLimiter implements Limiter {
     // requests this process decides from a lease. Errors are the main connection's to report.
     this.subscriber = this.redis.duplicate();
     this.subscriber.on('error', () => {});
-    this.subscriber.on('ready', () => void this.subscriber.subscribe(this.blockChannel()).catch(() => {}));
-    this.subscriber.on('message', (_channel: string, message: string) => {
+    this.subscriber.on('ready', () => void this.subscriber.subscribe(this.blockChannel(), this.forgetChannel()).catch(() => {}));
+    this.subscriber.on('message', (channel: string, message: string) => {
+      if (channel === this.forgetChannel()) {
+        for (const listener of this.forgetListeners) listener(message);
+        return;
+      }
       const [ip, until] = message.split(' ');
       if (ip && Number(until) > 0) this.rememberBlock(ip, Number(until));
     });
@@ -163,6 +171,18 @@ export class RedisLimiter implements Limiter {
 
   private key(kind: string, id: string, suffix?: number): string {
     return suffix === undefined ? `${this.prefix}:${kind}:${id}` : `${this.prefix}:${kind}:${id}:${suffix}`;
+  }
+
+  announceForget(accountId: string): void {
+    if (this.redis.status === 'ready') this.redis.publish(this.forgetChannel(), accountId).catch(() => {});
+  }
+
+  onForget(listener: (accountId: string) => void): void {
+    this.forgetListeners.push(listener);
+  }
+
+  private forgetChannel(): string {
+    return `${this.prefix}:forget`;
   }
 
   private blockChannel(): string {
@@ -226,6 +246,8 @@ export class RedisLimiter implements Limiter {
   }
 
   async admitMcpCall(ctx: AccountLimitsCtx, appId: string): Promise<boolean> {
+    // No cap: nothing to count (no usage figure shows tool calls).
+    if (ctx.limits.mcpCallsPerMinute === null) return true;
     const now = this.clock.ms();
     const ok = await this.take(this.key('mcp', appId, windowStart(now)), ctx.limits.mcpCallsPerMinute);
     return ok ?? this.fallback.admitMcpCall(ctx, appId);
@@ -233,6 +255,7 @@ export class RedisLimiter implements Limiter {
 
   async admitMessage(ctx: AccountLimitsCtx): Promise<ApiError | null> {
     const cap = ctx.limits.messagesPerMinute;
+    if (cap === null) return null;
     const ok = await this.take(this.key('msg', ctx.accountId, windowStart(this.clock.ms())), cap);
     if (ok === null) return this.fallback.admitMessage(ctx);
     return ok ? null : messageCapError(cap as number);

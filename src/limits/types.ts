@@ -54,6 +54,14 @@ export interface Limiter {
    * message minute cap only, the same counter POST /messages uses. The 429 error when over it.
    */
   admitMessage(ctx: AccountLimitsCtx): Promise<ApiError | null>;
+  /**
+   * Tells every process that an account's credentials changed (a key revoked, an app
+   * disconnected, a plan changed), so their token caches forget it now rather than within their
+   * TTL: through Redis when configured; a single process needs nothing.
+   */
+  announceForget(accountId: string): void;
+  /** Called when another process announced a change of an account's credentials. */
+  onForget(listener: (accountId: string) => void): void;
   close(): Promise<void>;
 }
 

@@ -1,14 +1,18 @@
 // AI apps connected to an account through MCP (docs/mcp.md "Connected AI apps"): the operator
 // connects one and gets its token once (`etk_app_` + 40 random base64url characters, kept only as
-// SHA-256); the plan's maximum of connected apps answers 402; disconnecting kills the token at
-// once (every request looks the token up: no cache to outlive it). An MCP request names its app
-// with `Authorization: Bearer etk_app_…`; anything else is answered 401 with the RFC 9728
-// challenge, so OAuth-capable clients can be added later without a change on theirs.
-import { hash as oneShotHash, randomBytes } from 'node:crypto';
+// SHA-256); the plan's maximum of connected apps answers 402. An MCP request names its app with
+// `Authorization: Bearer etk_app_…`, resolved through a TokenCache as API keys are (2 s; a
+// disconnection forgets the account's tokens in this process at once, other processes within the
+// 2 s); anything else is answered 401 with the RFC 9728 challenge, so OAuth-capable clients can
+// be added later without a change on theirs.
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db, Executor } from '../db/index.js';
 import type { AccountRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
+import { forgetCredentials } from '../keys/service.js';
+import { bearer, hashToken, TokenCache } from '../keys/token-cache.js';
+import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import { effectiveLimits, suggestPlan } from '../limits/plans.js';
 import type { AccountLimitsCtx } from '../limits/types.js';
@@ -16,8 +20,6 @@ import type { Services } from '../services.js';
 
 export const APP_TOKEN_PREFIX = 'etk_app_';
 const TOKEN_RE = /^etk_app_[A-Za-z0-9_-]{32,128}$/;
-
-const hashToken = (token: string): string => oneShotHash('sha256', token, 'hex');
 
 export interface AppView {
   id: string;
@@ -110,6 +112,8 @@ export async function disconnectApp(s: Services, accountId: string, appId: strin
     .returning('id')
     .executeTakeFirst();
   if (!row) throw new ApiError('ai_app_not_found');
+  // Its token answers 401 from the next request on, in every process (they are told).
+  forgetCredentials(s, accountId);
   s.accountViews.changed(accountId);
 }
 
@@ -121,29 +125,36 @@ export interface AppPrincipal {
   caps: AccountLimitsCtx;
 }
 
+export type AppAuthenticator = TokenCache<AppPrincipal>;
+
 /**
- * The connected app an `Authorization` header names; null when it is missing, not a Bearer
- * `etk_app_` token (an API key `etk_live_…` is not one), unknown or disconnected. One indexed
- * read with the account.
+ * The connected app a token names (null: unknown or disconnected; an API key `etk_live_…` is not
+ * an app token), with its account: one indexed read, cached as API keys are.
  */
-export async function appForToken(db: Db, authorization: string | undefined): Promise<AppPrincipal | null> {
-  if (!authorization) return null;
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-  const token = m?.[1];
-  if (!token || !TOKEN_RE.test(token)) return null;
-  const row = await db
-    .selectFrom('ai_apps as a')
-    .innerJoin('accounts as acc', 'acc.id', 'a.account_id')
-    .selectAll('acc')
-    .select(['a.id as app_id', 'a.name as app_name'])
-    .where('a.token_hash', '=', hashToken(token))
-    .where('a.revoked_at', 'is', null)
-    .executeTakeFirst();
-  if (!row) return null;
-  const { app_id, app_name, ...account } = row;
-  const limits = effectiveLimits(account.plan, account.limits);
-  return { app: { id: app_id, name: app_name }, account, caps: { accountId: account.id, plan: account.plan, limits } };
-}
+export const appAuthenticator = (db: Db, clock: Clock): AppAuthenticator =>
+  new TokenCache<AppPrincipal>(clock, {
+    pattern: TOKEN_RE,
+    maxLength: APP_TOKEN_PREFIX.length + 128,
+    accountOf: (p) => p.account.id,
+    async lookup(hash) {
+      const row = await db
+        .selectFrom('ai_apps as a')
+        .innerJoin('accounts as acc', 'acc.id', 'a.account_id')
+        .selectAll('acc')
+        .select(['a.id as app_id', 'a.name as app_name', 'a.token_hash'])
+        .where('a.token_hash', '=', hash)
+        .where('a.revoked_at', 'is', null)
+        .executeTakeFirst();
+      if (!row || !timingSafeEqual(Buffer.from(row.token_hash), Buffer.from(hash))) return null;
+      const { app_id, app_name, token_hash: _h, ...account } = row;
+      const limits = effectiveLimits(account.plan, account.limits);
+      return { app: { id: app_id, name: app_name }, account, caps: { accountId: account.id, plan: account.plan, limits } };
+    },
+  });
+
+/** The connected app an `Authorization` header names (a TokenCache hit, or one lookup). */
+export const appForToken = (s: Services, authorization: string | undefined): Promise<AppPrincipal | null> | AppPrincipal =>
+  s.apps.cached(authorization) ?? s.apps.authenticate(bearer(authorization));
 
 /** Where the protected resource's metadata is (RFC 9728), under this service's public URL. */
 export const protectedResourceMetadataUrl = (s: Services): string => `${s.publicUrl}/.well-known/oauth-protected-resource`;

@@ -4,8 +4,12 @@
 // Host and Origin (403, DNS rebinding) → app token (401 with the RFC 9728 challenge) → per-app
 // minute cap for tools/call (429, a JSON-RPC error) → the SDK answers.
 import { createRequire } from 'node:module';
-import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
-import { McpServer, validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
+import {
+  McpServer,
+  validateHostHeader,
+  validateOriginHeader,
+  WebStandardStreamableHTTPServerTransport,
+} from '@modelcontextprotocol/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../http/errors.js';
 import { textFor } from '../http/messages.es-AR.js';
@@ -51,12 +55,12 @@ function overCap(reply: FastifyReply, id: unknown, limit: number | null): Fastif
     .send({ jsonrpc: '2.0', id: id ?? null, error: { code: -32000, message: textFor('mcp_rate_limited', { limit: limit ?? '' }) } });
 }
 
-async function handle(s: Services, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+async function handle(s: Services, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
   const hostnames = allowedHostnames(s);
   if (!validateHostHeader(req.headers.host, hostnames).ok) throw new ApiError('mcp_host_refused');
   if (!validateOriginHeader(req.headers.origin, hostnames).ok) throw new ApiError('mcp_origin_refused');
 
-  const principal = await appForToken(s.db, req.headers.authorization);
+  const principal = await appForToken(s, req.headers.authorization);
   if (!principal) throw new ApiError('mcp_unauthorized', { headers: { 'WWW-Authenticate': mcpChallenge(s) } });
   const { app, account, caps } = principal;
 
@@ -69,23 +73,34 @@ async function handle(s: Services, req: FastifyRequest, reply: FastifyReply): Pr
   }
 
   const server = buildMcpServer({ s, account, caps, by: { type: 'ai_app', id: app.id, name: app.name } });
-  const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  // The SDK's web-standard transport, handed the body Fastify already parsed and checked: its
+  // answer (JSON, stateless) goes out through Fastify like any other, in one write, with the
+  // request's hooks and headers.
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
-  // From here the SDK writes the response; headers set on the raw response are kept by it.
-  reply.hijack();
-  reply.raw.setHeader('X-Request-Id', req.id);
-  reply.raw.on('close', () => {
-    void server.close();
-  });
   try {
-    await transport.handleRequest(req.raw, reply.raw, req.body);
-  } catch (err) {
-    req.log.error({ err }, 'mcp request failed');
-    if (!reply.raw.headersSent) {
-      const e = new ApiError('internal');
-      reply.raw.writeHead(500, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(e.body()));
-    }
+    const answer = await transport.handleRequest(webRequest(req), { parsedBody: req.body });
+    reply.code(answer.status);
+    answer.headers.forEach((value, name) => {
+      reply.header(name, value);
+    });
+    return reply.send(answer.body === null ? undefined : await answer.text());
+  } finally {
+    void server.close();
   }
+}
+
+/** The headers the transport reads (content negotiation, protocol version, session, resumption). */
+const TRANSPORT_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id'] as const;
+
+/** The request as the web-standard transport reads it: method, URL and its headers (the body is passed parsed). */
+function webRequest(req: FastifyRequest): Request {
+  const headers = new Headers();
+  for (const name of TRANSPORT_HEADERS) {
+    const value = req.headers[name];
+    if (typeof value === 'string') headers.set(name, value);
+  }
+  return new Request(`http://${req.headers.host ?? 'localhost'}${req.url}`, { method: req.method, headers });
 }
 
 /** The /mcp route (registered at the root, outside the /api/v1 guard pipeline). */

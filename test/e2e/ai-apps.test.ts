@@ -64,3 +64,44 @@ describe('"/.well-known/oauth-protected-resource (RFC 9728: resource, authorizat
     }
   });
 });
+
+describe('"DELETE …/ai-apps/{appId} disconnects (the token stops at once)": in every process, not after a cache\'s TTL', () => {
+  it.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)(
+    'on PostgreSQL + Redis: a token (and an API key) the other process has cached answers 401 there as soon as it is disconnected (revoked) here',
+    async () => {
+      const two = await startTestApp({ sameDataAs: app, clock: app.clock });
+      try {
+        const acct = await app.createAccount();
+        const token = (await app.admin('POST', `/accounts/${acct.id}/ai-apps`, { name: 'Claude' })).body;
+        const list = (url: string) =>
+          fetch(`${url}/mcp`, {
+            method: 'POST',
+            headers: {
+              authorization: `Bearer ${token.token}`,
+              'content-type': 'application/json',
+              accept: 'application/json, text/event-stream',
+              'mcp-protocol-version': '2025-06-18',
+            },
+            body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+          });
+        // The second process looks the token up and caches it (and the key: GET /me).
+        expect((await list(two.url)).status).toBe(200);
+        expect((await two.api(acct.key, 'GET', '/me')).status).toBe(200);
+        expect((await app.admin('DELETE', `/accounts/${acct.id}/ai-apps/${token.id}`)).status).toBe(204);
+        expect((await app.admin('DELETE', `/accounts/${acct.id}/keys/${acct.keyId}`)).status).toBe(204);
+        // The announcement crosses Redis in milliseconds; the caches' TTL (2 s of the clock) never passes here.
+        const deadline = Date.now() + 1_000;
+        let mcp = 200;
+        let rest = 200;
+        while (Date.now() < deadline && (mcp !== 401 || rest !== 401)) {
+          mcp = (await list(two.url)).status;
+          rest = (await two.api(acct.key, 'GET', '/me')).status;
+          if (mcp !== 401 || rest !== 401) await new Promise((r) => setTimeout(r, 20));
+        }
+        expect({ mcp, rest }).toEqual({ mcp: 401, rest: 401 });
+      } finally {
+        await two.close();
+      }
+    },
+  );
+});
