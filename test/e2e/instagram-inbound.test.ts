@@ -351,6 +351,37 @@ describe('"runs the automations/agent/case rules exactly as a WhatsApp inbound d
   });
 });
 
+describe('"runs the automations/agent/case rules exactly as a WhatsApp inbound does" (automations)', () => {
+  it('a keyword automation that names no number starts on a direct message; one that names a number does not', async () => {
+    const ig = await instagramAccount();
+    const anyChannel = await app.admin('POST', `/accounts/${ig.acc.id}/automations`, {
+      name: 'Precios',
+      status: 'active',
+      trigger: { type: 'keyword', keywords: ['precio'], match: 'contains' },
+      steps: [{ id: 'w', type: 'wait', minutes: 30 }],
+    });
+    expect(anyChannel.status, JSON.stringify(anyChannel.body)).toBe(201);
+    const numberOnly = await app.admin('POST', `/accounts/${ig.acc.id}/automations`, {
+      name: 'Precios WhatsApp',
+      status: 'active',
+      phoneNumberId: ig.acc.phoneNumberId,
+      trigger: { type: 'keyword', keywords: ['precio'], match: 'contains' },
+      steps: [{ id: 'w', type: 'wait', minutes: 30 }],
+    });
+    expect(numberOnly.status, JSON.stringify(numberOnly.body)).toBe(201);
+
+    expect((await postWebhook(envelope(ig, [dm(ig, userId(), '¿Qué precio tiene la yerba?')]), ig.appSecret)).status).toBe(200);
+    const [received] = await app.events(ig.acc.id, 'message.received');
+    const conv = await ig.acc.call('GET', `/conversations/${received!.data.conversationId}`);
+    expect(conv.body.handling).toMatchObject({ type: 'automation', id: anyChannel.body.id });
+    const started = await app.admin('GET', `/accounts/${ig.acc.id}/automations/${anyChannel.body.id}/executions`);
+    expect(started.body.data).toHaveLength(1);
+    expect(started.body.data[0]).toMatchObject({ conversationId: received!.data.conversationId, status: 'running' });
+    const none = await app.admin('GET', `/accounts/${ig.acc.id}/automations/${numberOnly.body.id}/executions`);
+    expect(none.body.data).toEqual([]);
+  });
+});
+
 describe('"anything unknown logged and skipped, never a 500" (signed but malformed payloads)', () => {
   it('signed payloads of every odd shape answer 200 (or 400 for a body that is not JSON), never 5xx', async () => {
     const ig = await instagramAccount();
