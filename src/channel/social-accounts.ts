@@ -52,7 +52,29 @@ const live = (db: Executor) => db.selectFrom('social_accounts').selectAll().wher
 /** The account's social accounts, oldest first. */
 export async function listSocialAccounts(db: Executor, accountId: string): Promise<SocialAccountView[]> {
   const rows = await live(db).where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
-  return rows.map(socialAccountView);
+  return withLiveAgents(db, rows);
+}
+
+/**
+ * The views, naming no agent where the agent was deleted (the agents' delete unassigns numbers, not
+ * social accounts; the inbound path already ignores a deleted agent).
+ */
+async function withLiveAgents(db: Executor, rows: SocialAccountRow[]): Promise<SocialAccountView[]> {
+  const ids = [...new Set(rows.flatMap((r) => (r.agent_id ? [r.agent_id] : [])))];
+  const alive =
+    ids.length === 0
+      ? new Set<string>()
+      : new Set(
+          (
+            await db
+              .selectFrom('agents')
+              .select('id')
+              .where(sql<boolean>`id = any(${ids}::uuid[])`)
+              .where('deleted_at', 'is', null)
+              .execute()
+          ).map((a) => a.id),
+        );
+  return rows.map((r) => socialAccountView({ ...r, agent_id: r.agent_id && alive.has(r.agent_id) ? r.agent_id : null }));
 }
 
 /** A social account of the account, not deleted (404 otherwise). */
@@ -133,7 +155,7 @@ export async function updateSocialAccount(
       .returningAll()
       .executeTakeFirstOrThrow();
   });
-  return socialAccountView(row);
+  return (await withLiveAgents(s.db, [row]))[0]!;
 }
 
 /** Removes it from the lists and the receiver: secrets cleared, disconnected; its conversations stay. */

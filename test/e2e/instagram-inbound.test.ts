@@ -348,6 +348,11 @@ describe('"runs the automations/agent/case rules exactly as a WhatsApp inbound d
     expect(llm.requests[0]!.messages.at(-1)).toMatchObject({ role: 'user', content: 'Quiero hablar con alguien' });
     const [handedOff] = await app.events(ig.acc.id, 'agent.handed_off');
     expect(handedOff!.data).toMatchObject({ agentId: agent.body.id, conversationId: received!.data.conversationId });
+
+    // A deleted agent answers no social account: the list names none.
+    expect((await app.admin('DELETE', `/accounts/${ig.acc.id}/agents/${agent.body.id}`)).status).toBe(204);
+    const listed = await app.admin('GET', `/accounts/${ig.acc.id}/social-accounts`);
+    expect(listed.body.data[0].agentId).toBeNull();
   });
 });
 
