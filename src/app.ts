@@ -16,6 +16,7 @@ import { automationRoutes } from './automations/routes.js';
 import { campaignRoutes } from './campaigns/routes.js';
 import { caseRoutes } from './cases/routes.js';
 import { cloudReceiverRoutes } from './channel/cloud/routes.js';
+import { instagramReceiverRoutes } from './channel/instagram/routes.js';
 import { contactRoutes } from './contacts/routes.js';
 import { conversationRoutes } from './conversations/routes.js';
 import { errorHandler } from './http/error-handler.js';
@@ -194,6 +195,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   );
 
   await app.register(async (ch) => cloudReceiverRoutes(ch as unknown as ZodApp, services));
+  await app.register(async (ig) => instagramReceiverRoutes(ig as unknown as ZodApp, services));
   await app.register(async (hooks) => automationHookRoutes(hooks as unknown as ZodApp, services));
   await app.register(async (wk) => mcpMetadataRoutes(wk as unknown as ZodApp, services));
   // MCP for connected AI apps (mcp.md): its own token and per-app cap, outside the /api/v1 guards.

@@ -6,6 +6,7 @@ import { createAccount } from './accounts/service.js';
 import { type AutomationInput, insertAutomation } from './automations/service.js';
 import { createPipeline } from './cases/pipelines.js';
 import { insertPhoneNumber } from './channel/phone-numbers.js';
+import { insertSocialAccount } from './channel/social-accounts.js';
 import { insertReason, type ReasonInput } from './classification/reasons.js';
 import type { Db } from './db/index.js';
 import { createKey } from './keys/service.js';
@@ -85,6 +86,8 @@ export interface DemoSeed {
   /** The API key, shown only at creation (stored as a hash). */
   key: string;
   phoneNumberId: string;
+  /** The sandbox social account (Instagram Direct through POST /admin/v1/sandbox/social-inbound). */
+  socialAccountId: string;
   pipelineId: string;
   /** The active keyword automation "Bienvenida" (keyword "hola"). */
   automationId: string;
@@ -106,6 +109,7 @@ export async function seedDemoIfEmpty(db: Db, now: Date): Promise<DemoSeed | nul
       { phone: DEMO_PHONE, name: 'Demo (sandbox)', provider: 'sandbox', isDefault: true },
       now,
     );
+    const social = await insertSocialAccount(trx, account.id, { name: 'Demo Instagram (sandbox)', provider: 'sandbox' }, now);
     const templates = [];
     for (const t of DEMO_TEMPLATES) {
       const row = await createTemplate(trx, account.id, t, now);
@@ -128,7 +132,7 @@ export async function seedDemoIfEmpty(db: Db, now: Date): Promise<DemoSeed | nul
     const { id: automationId } = await insertAutomation(trx, account.id, DEMO_AUTOMATION, now);
     // The same checks and insert as the operator API (classification/reasons.ts).
     for (const r of DEMO_REASONS) await insertReason(trx, account.id, r, now);
-    return { account, phoneNumberId: number.id, pipelineId: pipeline.id, automationId, templates };
+    return { account, phoneNumberId: number.id, socialAccountId: social!.id, pipelineId: pipeline.id, automationId, templates };
   });
   if (!seeded) return null;
   // createKey runs its own transaction (the plan's key maximum is checked there).
@@ -137,6 +141,7 @@ export async function seedDemoIfEmpty(db: Db, now: Date): Promise<DemoSeed | nul
     accountId: seeded.account.id,
     key,
     phoneNumberId: seeded.phoneNumberId,
+    socialAccountId: seeded.socialAccountId,
     pipelineId: seeded.pipelineId,
     automationId: seeded.automationId,
     recipient: DEMO_RECIPIENT,

@@ -8,6 +8,7 @@ import { caseAdminRoutes } from '../cases/admin-routes.js';
 import { phoneNumberAdminRoutes } from '../channel/admin-routes.js';
 import { cloudAdminRoutes } from '../channel/cloud/admin-routes.js';
 import { sandboxAdminRoutes } from '../channel/sandbox/routes.js';
+import { socialAccountAdminRoutes } from '../channel/social-admin-routes.js';
 import { reasonAdminRoutes } from '../classification/admin-routes.js';
 import { conversationAdminRoutes } from '../conversations/admin-routes.js';
 import type { RoutesFn } from '../http/schemas.js';
@@ -20,6 +21,7 @@ export const adminRoutes: RoutesFn = (app, s) => {
   for (const routes of [
     accountAdminRoutes,
     phoneNumberAdminRoutes,
+    socialAccountAdminRoutes,
     templateAdminRoutes,
     webhookAdminRoutes,
     caseAdminRoutes,

@@ -2,10 +2,11 @@
 // engine that makes an agent answer (stretches, turns, tools) is not here. `version` counts the
 // changes of what the agent does (instructions, goal, handoff, review, model, maxTurns); a change
 // of name or status alone keeps it. An agent becomes `active` only with a language model
-// configured (`s.llm`); deleting one clears the numbers it answered.
+// configured (`s.llm`); deleting one clears the numbers and social accounts it answered.
 
 import type { Updateable } from 'kysely';
 import { unassignAgentFromNumbers } from '../channel/phone-numbers.js';
+import { unassignAgentFromSocialAccounts } from '../channel/social-accounts.js';
 import type { Executor } from '../db/index.js';
 import { transaction } from '../db/retry.js';
 import type { AgentRow, AgentsTable } from '../db/types.js';
@@ -188,5 +189,6 @@ export async function deleteAgent(s: Services, accountId: string, id: string): P
       .executeTakeFirst();
     if (!row) throw new ApiError('agent_not_found');
     await unassignAgentFromNumbers(trx, accountId, row.id);
+    await unassignAgentFromSocialAccounts(trx, accountId, row.id);
   });
 }

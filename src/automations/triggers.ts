@@ -8,7 +8,7 @@
 import { sql } from 'kysely';
 import { startStretch } from '../agents/stretches.js';
 import type { Trx } from '../db/index.js';
-import type { AgentRow, AutomationRow, ConversationRow, PhoneNumberRow } from '../db/types.js';
+import type { AgentRow, AutomationRow, ConversationRow, PhoneNumberRow, SocialAccountRow } from '../db/types.js';
 import { insertExecution } from './executions.js';
 import type { Trigger } from './flow.js';
 import { keywordMatches } from './text.js';
@@ -18,8 +18,10 @@ export interface InboundForAutomations {
   /** The conversation as it was before this message (locked by the caller). */
   conversation: ConversationRow;
   contactId: string;
-  /** The receiving number (null on the social channel without a number). */
+  /** The receiving number (null on the social channel). */
   number: PhoneNumberRow | null;
+  /** The social account that received it (the social channel): its agent plays the number's role. */
+  socialAccount?: SocialAccountRow | null;
   messageId: string;
   text: string | null;
   /** The contact was created by this message. */
@@ -49,7 +51,7 @@ export async function automationForInbound(trx: Trx, m: InboundForAutomations, n
   //    A running stretch gets the message the same way: `pending` tells a runner holding it that
   //    a message came in; at rest it is due at once.
   const c = m.conversation;
-  const numberAgent = m.number?.agent_id ?? null;
+  const numberAgent = m.socialAccount ? m.socialAccount.agent_id : (m.number?.agent_id ?? null);
   const { rows } = await sql<{
     kind: 'execution' | 'stretch' | 'candidates' | 'agent';
     id: string | null;
@@ -103,7 +105,7 @@ export async function automationForInbound(trx: Trx, m: InboundForAutomations, n
   if (c.handling_type === 'team' && (c.handling_case_id === null || c.handling_case_id === m.openCaseId)) return null;
 
   const candidates = (rows.find((r) => r.kind === 'candidates')?.data as Candidate[] | null) ?? [];
-  const listening = candidates.filter((a) => listensOn(a, m.number));
+  const listening = candidates.filter((a) => listensOn(a, m.number, m.socialAccount ?? null));
   const agent = rows.find((r) => r.kind === 'agent')?.data as Pick<AgentRow, 'id' | 'name' | 'version'> | undefined;
   const byAgent = async (): Promise<InboundOutcome> => {
     if (!agent) return null;
@@ -160,9 +162,14 @@ interface Candidate {
   first_step_id: string | null;
 }
 
-/** An automation listens on its number, or (phoneNumberId null) on the account's default number. */
-const listensOn = (a: Pick<AutomationRow, 'phone_number_id'>, number: PhoneNumberRow | null): boolean =>
-  number !== null && (a.phone_number_id === null ? number.is_default : a.phone_number_id === number.id);
+/**
+ * An automation listens on its number, or (phoneNumberId null) on the account's default number and
+ * on its social accounts (an automation names no social account).
+ */
+const listensOn = (a: Pick<AutomationRow, 'phone_number_id'>, number: PhoneNumberRow | null, social: SocialAccountRow | null): boolean =>
+  social !== null
+    ? a.phone_number_id === null
+    : number !== null && (a.phone_number_id === null ? number.is_default : a.phone_number_id === number.id);
 
 /** No earlier inbound message of the contact (a contact added by the API who writes for the first time). */
 async function isFirstInbound(trx: Trx, contactId: string, messageId: string): Promise<boolean> {

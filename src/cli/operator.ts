@@ -247,6 +247,37 @@ export function operatorCommands(program: Command): void {
       return call(this, 'PATCH', `/accounts/${id}/phone-numbers/${pnId}`, body(o.data, { status: o.status, default: o.default, agentId }));
     });
 
+  const social = program.command('social').description('operator: social accounts (Instagram Direct)');
+  social
+    .command('add <accountId> <name>')
+    .description('connect a social account')
+    .option('--provider <provider>', 'sandbox (default) | instagram', 'sandbox')
+    .option('--instagram <json>', 'instagram ids and secrets: {"igUserId","accessToken","appSecret","verifyToken"}', jsonObject)
+    .option(...DATA, jsonObject)
+    .action(function (this: Command, id: string, name: string, o) {
+      return call(this, 'POST', `/accounts/${id}/social-accounts`, body(o.data, { name, provider: o.provider, instagram: o.instagram }));
+    });
+  social
+    .command('list <accountId>')
+    .description("the account's social accounts")
+    .action(function (this: Command, id: string) {
+      return call(this, 'GET', `/accounts/${id}/social-accounts`);
+    });
+  social
+    .command('update <accountId> <socialAccountId>')
+    .description('rename a social account, connect/disconnect it, or assign its AI agent')
+    .option('--name <name>')
+    .option('--status <status>', 'connected | disconnected')
+    .option('--agent <agentId>', 'the AI agent that answers its conversations ("none" unassigns)')
+    .option(...DATA, jsonObject)
+    .action(function (this: Command, id: string, socialId: string, o) {
+      const agentId = o.agent === undefined ? undefined : o.agent === 'none' ? null : o.agent;
+      return call(this, 'PATCH', `/accounts/${id}/social-accounts/${socialId}`, body(o.data, { name: o.name, status: o.status, agentId }));
+    });
+  social.command('delete <accountId> <socialAccountId>').action(function (this: Command, id: string, socialId: string) {
+    return call(this, 'DELETE', `/accounts/${id}/social-accounts/${socialId}`);
+  });
+
   const templates = program.command('templates').description('operator: message templates');
   templates
     .command('add <accountId> <name>')
@@ -635,6 +666,20 @@ export function operatorCommands(program: Command): void {
           timestamp: o.timestamp,
           phoneNumberId: o.phoneNumberId,
         }),
+      );
+    });
+  sandbox
+    .command('social-inbound <socialAccountId> <userId> <text>')
+    .description('a customer writes a direct message to a social account (runs the real inbound path)')
+    .option('--username <username>', 'the Instagram username')
+    .option('--mid <mid>', 'the Instagram message id (the same one twice is stored once)')
+    .option(...DATA, jsonObject)
+    .action(function (this: Command, socialAccountId: string, userId: string, text: string, o) {
+      return call(
+        this,
+        'POST',
+        '/sandbox/social-inbound',
+        body(o.data, { socialAccountId, userId, username: o.username, text, mid: o.mid }),
       );
     });
   sandbox

@@ -75,7 +75,13 @@ export const ContactView = z
     marketingOptOut: z.boolean().describe('The channel provider blocks marketing messages to this number'),
     createdAt: Timestamp,
     updatedAt: Timestamp,
-    socialchat: z.string().optional().describe('Social channel user, when the contact wrote there'),
+    socialchat: z
+      .object({
+        id: z.string().describe('The Instagram-scoped user id'),
+        username: z.string().nullable().describe('The Instagram username, when known'),
+      })
+      .nullable()
+      .describe('Social channel (Instagram) user, when the contact wrote there; null otherwise'),
   })
   .describe('Contact (docs/api.md §2)');
 

@@ -19,7 +19,8 @@ export interface ContactView {
   marketingOptOut: boolean;
   createdAt: string;
   updatedAt: string;
-  socialchat?: string;
+  /** The social-channel user, when the contact wrote there; null otherwise. */
+  socialchat: { id: string; username: string | null } | null;
 }
 
 export function contactView(c: ContactRow): ContactView {
@@ -32,7 +33,7 @@ export function contactView(c: ContactRow): ContactView {
     marketingOptOut: c.marketing_opt_out,
     createdAt: c.created_at.toISOString(),
     updatedAt: c.updated_at.toISOString(),
-    ...(c.socialchat_id ? { socialchat: c.socialchat_id } : {}),
+    socialchat: c.socialchat_id ? { id: c.socialchat_id, username: c.socialchat_username } : null,
   };
 }
 
@@ -223,6 +224,18 @@ export async function contactForInbound(
   const raced = await find();
   if (!raced) throw new Error('inbound contact vanished after a conflicting insert');
   return { contact: raced, created: false };
+}
+
+/** The social channel's username as last reported (usernames change; the user id does not). */
+export async function fillSocialUsername(trx: Trx, contact: ContactRow, username: string | undefined, now: Date): Promise<ContactRow> {
+  const u = username?.trim().slice(0, 200);
+  if (!u || contact.socialchat_username === u) return contact;
+  return trx
+    .updateTable('contacts')
+    .set({ socialchat_username: u, updated_at: now })
+    .where('id', '=', contact.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 /** The channel's profile name fills an empty name; a name the business set is kept. */

@@ -14,10 +14,10 @@ import { automationForInbound } from '../automations/triggers.js';
 import { lockOpenCase, openCaseForInbound, stillOpenAt } from '../cases/open.js';
 import { queueClassification, wakeClassifier } from '../classification/queue.js';
 import { isOptOutPhrase } from '../contacts/opt-out.js';
-import { contactForInbound, contactView, fillProfileName, markOptedOut } from '../contacts/service.js';
+import { contactForInbound, contactView, fillProfileName, fillSocialUsername, markOptedOut } from '../contacts/service.js';
 import type { Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
-import type { ContactRow, PhoneNumberRow } from '../db/types.js';
+import type { ContactRow, PhoneNumberRow, SocialAccountRow } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
 import { canonicalPhone } from '../lib/phone.js';
 import { insertInboundMessage } from '../messages/service.js';
@@ -32,6 +32,10 @@ export interface InboundInput {
   /** The customer's phone (any international spelling), or `socialchat` for the social channel. */
   from?: string;
   socialchat?: string;
+  /** The social account that received it (with `socialchat`); absent: the sandbox's account-less social inbound. */
+  socialAccountId?: string;
+  /** The social channel's username of the customer, when reported. */
+  username?: string;
   /** Profile name the channel reports. */
   name?: string;
   /** Provider message id (wamid); dedupe key. Generated when absent (sandbox). */
@@ -97,6 +101,19 @@ async function receivingNumber(trx: Trx, accountId: string, phoneNumberId: strin
   return n ?? null;
 }
 
+/** The social account that received it: the account's, not deleted. */
+async function receivingSocialAccount(trx: Trx, accountId: string, id: string): Promise<SocialAccountRow> {
+  const row = await trx
+    .selectFrom('social_accounts')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (!row) throw new ApiError('social_account_not_found');
+  return row;
+}
+
 async function existingByWamid(db: Services['db'] | Trx, accountId: string, wamid: string): Promise<InboundResult | null> {
   const m = await db
     .selectFrom('messages')
@@ -130,7 +147,7 @@ function receivedData(
     contact: {
       id: m.contact.id,
       name: m.contact.name,
-      ...(social ? { socialchat: m.contact.socialchat_id } : { phone: m.contact.phone }),
+      ...(social ? { socialchat: { id: m.contact.socialchat_id, username: m.contact.socialchat_username } } : { phone: m.contact.phone }),
     },
     type: input.type,
     text: input.text,
@@ -148,19 +165,30 @@ function receivedData(
 /** Stores the message and its effects; `contactCreated` tells whether GET /me's contact count changed. */
 async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<Stored> {
   const { input, social, wamid } = p;
-  const number = await receivingNumber(trx, input.accountId, input.phoneNumberId);
+  // The social channel: the social account that received it (and no number); without one (the
+  // sandbox's account-less social inbound), the number named, if any.
+  const socialAccount = social && input.socialAccountId ? await receivingSocialAccount(trx, input.accountId, input.socialAccountId) : null;
+  const number = socialAccount ? null : await receivingNumber(trx, input.accountId, input.phoneNumberId);
   if (!number && !social) throw new ApiError('no_connected_number');
 
   const found = await contactForInbound(trx, input.accountId, p.key, now);
-  let contact = await fillProfileName(trx, found.contact, input.name, now);
+  // Instagram: the profile name when known, else the username, else "Instagram".
+  const profileName = socialAccount ? (input.name ?? input.username ?? 'Instagram') : input.name;
+  let contact = await fillProfileName(trx, found.contact, profileName, now);
+  if (social) contact = await fillSocialUsername(trx, contact, input.username, now);
   const channel = social ? 'socialchat' : 'whatsapp';
   const phoneNumberId = social ? (input.phoneNumberId ? (number?.id ?? null) : null) : number!.id;
-  const conv = await conversationFor(trx, { accountId: input.accountId, contactId: contact.id, phoneNumberId, channel }, now);
+  const conv = await conversationFor(
+    trx,
+    { accountId: input.accountId, contactId: contact.id, phoneNumberId, channel, socialAccountId: socialAccount?.id ?? null },
+    now,
+  );
   const conversation = await touchInboundWindow(trx, conv.id, input.timestamp);
   const silent = SILENT_TYPES.has(input.type);
   const openCase = silent ? undefined : await lockOpenCase(trx, conversation.id);
 
-  const to = social ? (number && input.phoneNumberId ? number.phone : null) : number!.phone;
+  // `to`: the receiving number; on the social channel, the social account's id.
+  const to = socialAccount ? socialAccount.id : social ? (number && input.phoneNumberId ? number.phone : null) : number!.phone;
   const message = await insertInboundMessage(
     trx,
     {
@@ -170,7 +198,8 @@ async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<Stored> {
       phone_number_id: phoneNumberId,
       type: input.type,
       text: input.text,
-      to_phone: to,
+      // A phone column: a social account's id is the event's `to`, not a phone.
+      to_phone: socialAccount ? null : to,
       wamid,
       source: social ? 'socialchat' : 'inbound',
       provider_timestamp: input.timestamp,
@@ -192,6 +221,7 @@ async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<Stored> {
           conversation: conv,
           contactId: contact.id,
           number,
+          socialAccount,
           messageId: message.id,
           text: input.text ?? input.button?.text ?? null,
           contactCreated: found.created,

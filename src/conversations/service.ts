@@ -15,10 +15,18 @@ export const WINDOW_MS = 24 * 60 * 60 * 1000;
  */
 export async function conversationFor(
   trx: Executor,
-  k: { accountId: string; contactId: string; phoneNumberId: string | null; channel?: 'whatsapp' | 'socialchat' },
+  k: {
+    accountId: string;
+    contactId: string;
+    phoneNumberId: string | null;
+    channel?: 'whatsapp' | 'socialchat';
+    /** socialchat: the social account it happens on (its key with the contact). */
+    socialAccountId?: string | null;
+  },
   now: Date,
 ): Promise<ConversationRow> {
   const channel = k.channel ?? 'whatsapp';
+  const socialAccountId = k.socialAccountId ?? null;
   // A plain lock, not an upsert: ON CONFLICT DO UPDATE would write a row version on every message
   // and lock it FOR UPDATE (its columns are the unique key), blocking the messages' key checks.
   const find = () =>
@@ -29,14 +37,23 @@ export async function conversationFor(
       .where('contact_id', '=', k.contactId)
       .where('channel', '=', channel)
       .where('phone_number_id', k.phoneNumberId === null ? 'is' : '=', k.phoneNumberId)
+      .where('social_account_id', socialAccountId === null ? 'is' : '=', socialAccountId)
       .forNoKeyUpdate()
       .executeTakeFirst();
   const existing = await find();
   if (existing) return existing;
   const created = await trx
     .insertInto('conversations')
-    .values({ id: newId(), account_id: k.accountId, contact_id: k.contactId, phone_number_id: k.phoneNumberId, channel, created_at: now })
-    .onConflict((oc) => oc.columns(['account_id', 'contact_id', 'channel', 'phone_number_id']).doNothing())
+    .values({
+      id: newId(),
+      account_id: k.accountId,
+      contact_id: k.contactId,
+      phone_number_id: k.phoneNumberId,
+      social_account_id: socialAccountId,
+      channel,
+      created_at: now,
+    })
+    .onConflict((oc) => oc.columns(['account_id', 'contact_id', 'channel', 'phone_number_id', 'social_account_id']).doNothing())
     .returningAll()
     .executeTakeFirst();
   if (created) return created;
@@ -144,6 +161,7 @@ const viewQuery = (db: Executor, accountId: string) =>
       'c.contact_id',
       'c.channel',
       'c.phone_number_id',
+      'c.social_account_id',
       'c.last_inbound_at',
       'c.handling_type',
       'c.handling_id',

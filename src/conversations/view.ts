@@ -19,7 +19,9 @@ export const ConversationView = z
     contactId: Uuid,
     channel: z.enum(['whatsapp', 'socialchat']),
     phoneNumberId: Uuid.optional().describe('WhatsApp conversations: the account number it runs on'),
-    socialAccountId: z.string().nullable().optional().describe('Social channel conversations: the social account (null for now)'),
+    socialAccountId: Uuid.nullable()
+      .optional()
+      .describe('Social channel conversations: the social account it runs on (null: written through the sandbox without one)'),
     lastInboundAt: Timestamp.nullable().describe("The contact's last inbound message (the channel's time)"),
     windowOpenUntil: Timestamp.nullable().describe(
       'lastInboundAt + 24 h: until then free text may be sent; null if the contact never wrote',
@@ -43,6 +45,7 @@ export interface ConversationViewRow {
   contact_id: string;
   channel: string;
   phone_number_id: string | null;
+  social_account_id: string | null;
   last_inbound_at: Date | null;
   handling_type: 'automation' | 'agent' | 'team' | null;
   handling_id: string | null;
@@ -64,7 +67,7 @@ export function conversationView(r: ConversationViewRow): ConversationView {
     id: r.id,
     contactId: r.contact_id,
     channel: social ? 'socialchat' : 'whatsapp',
-    ...(social ? { socialAccountId: null } : { phoneNumberId: r.phone_number_id ?? undefined }),
+    ...(social ? { socialAccountId: r.social_account_id } : { phoneNumberId: r.phone_number_id ?? undefined }),
     lastInboundAt: iso(r.last_inbound_at),
     windowOpenUntil: r.last_inbound_at ? new Date(r.last_inbound_at.getTime() + WINDOW_MS).toISOString() : null,
     handling,

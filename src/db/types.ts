@@ -48,11 +48,32 @@ export interface PhoneNumbersTable {
   agent_id: Generated<string | null>;
 }
 
+/** A social-channel account (migrations/0014; docs/operator.md "Social accounts"). */
+export interface SocialAccountsTable {
+  id: string;
+  account_id: string;
+  name: string;
+  provider: 'sandbox' | 'instagram';
+  status: Generated<'connected' | 'disconnected'>;
+  /** instagram: our Instagram account id (webhooks' entry[].id and recipient.id). */
+  ig_user_id: string | null;
+  access_token: string | null;
+  app_secret: string | null;
+  verify_token: string | null;
+  /** The AI agent that answers its conversations. */
+  agent_id: Generated<string | null>;
+  created_at: TsDefault;
+  updated_at: TsDefault;
+  deleted_at: Ts | null;
+}
+
 export interface ContactsTable {
   id: string;
   account_id: string;
   phone: string | null;
   socialchat_id: string | null;
+  /** The Instagram username, when the social channel reported it (migrations/0014). */
+  socialchat_username: Generated<string | null>;
   name: Generated<string>;
   attributes: JsonDefault<Record<string, string>>;
   opted_out: Generated<boolean>;
@@ -101,6 +122,8 @@ export interface ConversationsTable {
   account_id: string;
   contact_id: string;
   phone_number_id: string | null;
+  /** socialchat: the social account it happens on (migrations/0014). */
+  social_account_id: Generated<string | null>;
   channel: Generated<string>;
   last_inbound_at: Ts | null;
   created_at: TsDefault;
@@ -585,6 +608,7 @@ export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   phone_numbers: PhoneNumbersTable;
+  social_accounts: SocialAccountsTable;
   contacts: ContactsTable;
   contact_fields: ContactFieldsTable;
   templates: TemplatesTable;
@@ -608,6 +632,7 @@ export interface Database {
 
 export type AccountRow = Selectable<AccountsTable>;
 export type PhoneNumberRow = Selectable<PhoneNumbersTable>;
+export type SocialAccountRow = Selectable<SocialAccountsTable>;
 export type ContactRow = Selectable<ContactsTable>;
 export type TemplateRow = Selectable<TemplatesTable>;
 export type ConversationRow = Selectable<ConversationsTable>;

@@ -61,6 +61,7 @@ export const catalogue = {
   conversation_not_found: { status: 404, text: 'No encontramos esa conversación en tu cuenta. Revisá el id.' },
   key_not_found: { status: 404, text: 'No existe esa clave de API en la cuenta.' },
   phone_number_not_found: { status: 404, text: 'No existe ese número en la cuenta.' },
+  social_account_not_found: { status: 404, text: 'No existe esa cuenta social en la cuenta.' },
   webhook_not_found: { status: 404, text: 'No existe ese webhook en la cuenta.' },
   delivery_not_found: { status: 404, text: 'No existe esa entrega de webhook.' },
   job_not_found: {
@@ -132,6 +133,14 @@ export const catalogue = {
   cloud_signature_invalid: {
     status: 401,
     text: 'La firma X-Hub-Signature-256 no coincide. Revisá que el app secret cargado en el número sea el de la app de Meta.',
+  },
+  instagram_signature_invalid: {
+    status: 401,
+    text: 'La firma X-Hub-Signature-256 no coincide. Revisá que el app secret cargado en la cuenta social sea el de la app de Meta.',
+  },
+  instagram_verify_refused: {
+    status: 403,
+    text: 'El verify token no coincide con el de ninguna cuenta social de Instagram. Revisá el valor en la configuración del webhook de la app de Meta.',
   },
   cloud_verify_refused: {
     status: 403,
@@ -236,6 +245,11 @@ export const catalogue = {
     status: 400,
     text: 'Un número cloud necesita cloud: {phoneNumberId, wabaId, accessToken, appSecret, verifyToken}.',
   },
+  social_instagram_required: {
+    status: 400,
+    text: 'Una cuenta social de Instagram necesita instagram: {igUserId, accessToken, appSecret, verifyToken}.',
+  },
+  social_instagram_taken: { status: 400, text: 'Esa cuenta de Instagram (igUserId) ya está conectada.' },
   phone_number_cloud_taken: { status: 400, text: 'Ese phoneNumberId de la API de WhatsApp Cloud ya está conectado.' },
   inbound_wamid_taken: {
     status: 409,

@@ -193,13 +193,19 @@ describe('npm start: first start on an empty DATA_DIR, restart, SIGTERM', () => 
     );
   });
 
-  it('the demo account has plan escala, two APPROVED templates and a pipeline with open/won/lost stages', async () => {
+  it('the demo account has plan escala, two APPROVED templates, a pipeline with open/won/lost stages and a sandbox social account', async () => {
     const templates = await api(base, key, 'GET', '/templates');
     expect(templates.body.data).toHaveLength(2);
     expect(templates.body.data.every((t: any) => t.status === 'APPROVED')).toBe(true);
     const pipelines = await api(base, key, 'GET', '/pipelines');
     expect(pipelines.body.data).toHaveLength(1);
     expect(pipelines.body.data[0].stages.map((s: any) => s.kind)).toEqual(['open', 'won', 'lost']);
+    // social.md "Sandbox": the demo account has a sandbox social account to write to.
+    const token = first.banner.match(/Operator token \(kept in .*admin-token\): (adm_\S+)/)![1]!;
+    const social = await request(`${base}/admin/v1/accounts/${demoAccountId}/social-accounts`, 'GET', undefined, {
+      authorization: `Bearer ${token}`,
+    });
+    expect(social.body.data).toEqual([expect.objectContaining({ provider: 'sandbox', status: 'connected' })]);
     const docs = await fetch(`${base}/docs`);
     expect(docs.status).toBe(200);
   });
@@ -580,6 +586,21 @@ describe('operator commands against a running server (operator.md)', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('No encontramos esa revisión para este agente. Revisá los ids.');
   }, 120_000);
+
+  it('social add/list/update/delete and sandbox social-inbound: the social accounts through the CLI (operator.md "CLI")', async () => {
+    const acc = await app.createAccount();
+    const added = json(await cli(['social', 'add', acc.id, 'Instagram de la tienda'], env));
+    expect(added).toMatchObject({ name: 'Instagram de la tienda', provider: 'sandbox', status: 'connected', agentId: null });
+    expect(json(await cli(['social', 'list', acc.id], env)).data.map((a: any) => a.id)).toEqual([added.id]);
+    const renamed = json(await cli(['social', 'update', acc.id, added.id, '--name', 'IG', '--status', 'disconnected'], env));
+    expect(renamed).toMatchObject({ name: 'IG', status: 'disconnected' });
+    const wrote = json(await cli(['sandbox', 'social-inbound', added.id, '1790000000000001', 'Hola', '--username', 'caro.mate'], env));
+    expect(wrote).toMatchObject({ duplicate: false });
+    const contact = await api(app.url, acc.key, 'GET', `/contacts/${wrote.contactId}`);
+    expect(contact.body).toMatchObject({ phone: null, name: 'caro.mate', socialchat: { id: '1790000000000001', username: 'caro.mate' } });
+    expect(await cli(['social', 'delete', acc.id, added.id], env)).toMatchObject({ code: 0 });
+    expect(json(await cli(['social', 'list', acc.id], env)).data).toEqual([]);
+  }, 60_000);
 
   it('a server error is printed as the server wrote it, exit code 1', async () => {
     const missing = '0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3e';

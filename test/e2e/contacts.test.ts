@@ -40,6 +40,8 @@ describe('POST /contacts (api.md §4)', () => {
       marketingOptOut: false,
       createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       updatedAt: expect.any(String),
+      // social.md "Contact view": "Contacts gain socialchat: {id, username} or null"
+      socialchat: null,
     });
     const updated = await acc.call('POST', '/contacts', { phone: '5493415550101' });
     expect(updated.status).toBe(200);

@@ -84,9 +84,15 @@ describe('inbound messages (operator.md "Sandbox channel")', () => {
     const res = await app.inbound({ accountId: acc.id, socialchat: 'ig_user_123', text: 'Hola desde Instagram', name: 'Caro' });
     expect(res.status).toBe(201);
     const created = await events(acc.id, 'contact.created');
-    expect(created[0]!.data).toMatchObject({ source: 'socialchat', contact: { phone: null, socialchat: 'ig_user_123', name: 'Caro' } });
+    expect(created[0]!.data).toMatchObject({
+      source: 'socialchat',
+      contact: { phone: null, socialchat: { id: 'ig_user_123', username: null }, name: 'Caro' },
+    });
     const [msg] = await events(acc.id, 'message.received');
-    expect(msg!.data).toMatchObject({ source: 'socialchat', contact: { id: res.body.contactId, name: 'Caro', socialchat: 'ig_user_123' } });
+    expect(msg!.data).toMatchObject({
+      source: 'socialchat',
+      contact: { id: res.body.contactId, name: 'Caro', socialchat: { id: 'ig_user_123', username: null } },
+    });
     expect(msg!.data).not.toHaveProperty('wamid');
     expect(msg!.data.contact).not.toHaveProperty('phone');
   });

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { getAccount } from '../../accounts/service.js';
 import { receiveInbound } from '../../conversations/inbound.js';
-import { invalid } from '../../http/errors.js';
+import { ApiError, invalid } from '../../http/errors.js';
 import { textFor } from '../../http/messages.es-AR.js';
 import { type RoutesFn, Uuid } from '../../http/schemas.js';
 import { reportStatus } from '../../messages/status.js';
@@ -65,6 +65,15 @@ const InboundBody = z
     }
   });
 
+const SocialInboundBody = z.strictObject({
+  socialAccountId: Uuid.describe('The social account that receives it'),
+  userId: z.string().trim().min(1).max(200).describe("The customer's Instagram-scoped user id"),
+  username: z.string().trim().min(1).max(200).optional().describe('The Instagram username'),
+  text: z.string().trim().min(1).max(4096),
+  mid: z.string().trim().min(1).max(200).optional().describe('Instagram message id (the same one twice is stored once)'),
+  timestamp: InboundTimestamp.optional().describe('When the customer sent it: ISO 8601 or unix seconds (default now)'),
+});
+
 const StatusBody = z.strictObject({
   wamid: z.string().trim().min(1).max(200),
   status: z.enum(['sent', 'delivered', 'read', 'failed']),
@@ -104,6 +113,43 @@ export const sandboxAdminRoutes: RoutesFn = (app, s) => {
         timestamp,
         ...(b.button ? { button: b.button } : {}),
         ...(b.referral ? { referral: b.referral } : {}),
+      });
+      return reply.code(201).send(r);
+    },
+  );
+
+  app.post(
+    '/sandbox/social-inbound',
+    {
+      schema: {
+        summary: 'A customer writes a direct message to a social account (runs the real inbound path)',
+        tags: ['Sandbox'],
+        body: SocialInboundBody,
+        response: { 201: z.object({ messageId: Uuid, contactId: Uuid, conversationId: Uuid, duplicate: z.boolean() }) },
+      },
+    },
+    async (req, reply) => {
+      const b = req.body;
+      const social = await s.db
+        .selectFrom('social_accounts')
+        .select(['id', 'account_id'])
+        .where('id', '=', b.socialAccountId)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      if (!social) throw new ApiError('social_account_not_found');
+      const now = s.clock.now();
+      const timestamp = b.timestamp ? new Date(b.timestamp) : now;
+      if (timestamp.getTime() > now.getTime() + FUTURE_SKEW_MS) throw invalid(['timestamp'], textFor('timestamp_future'));
+      const r = await receiveInbound(s, {
+        accountId: social.account_id,
+        phoneNumberId: null,
+        socialchat: b.userId,
+        socialAccountId: social.id,
+        ...(b.username !== undefined ? { username: b.username } : {}),
+        ...(b.mid !== undefined ? { providerMessageId: b.mid } : {}),
+        type: 'text',
+        text: b.text,
+        timestamp,
       });
       return reply.code(201).send(r);
     },

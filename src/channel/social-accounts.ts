@@ -1,0 +1,208 @@
+// Social accounts of an account (docs/operator.md "Social accounts"; spec social.md): a social
+// account is to the social channel (Instagram Direct) what a phone number is to WhatsApp. The
+// Instagram ids and secrets live in their columns and never leave this module's view (nor the
+// logs). DELETE keeps the row (deleted_at) with its secrets cleared: its conversations keep their
+// key and history.
+import { sql } from 'kysely';
+import type { Executor } from '../db/index.js';
+import type { SocialAccountRow } from '../db/types.js';
+import { ApiError, invalid } from '../http/errors.js';
+import { textFor } from '../http/messages.es-AR.js';
+import { newId } from '../lib/ids.js';
+import type { Services } from '../services.js';
+
+export interface SocialAccountView {
+  id: string;
+  name: string;
+  provider: 'sandbox' | 'instagram';
+  status: 'connected' | 'disconnected';
+  /** instagram: our Instagram account id (not a secret: Meta's webhooks name it). */
+  igUserId: string | null;
+  agentId: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export const socialAccountView = (r: SocialAccountRow): SocialAccountView => ({
+  id: r.id,
+  name: r.name,
+  provider: r.provider,
+  status: r.status,
+  igUserId: r.ig_user_id,
+  agentId: r.agent_id,
+  createdAt: r.created_at.toISOString(),
+  updatedAt: r.updated_at.toISOString(),
+});
+
+export interface InstagramCredentials {
+  igUserId: string;
+  accessToken: string;
+  appSecret: string;
+  verifyToken: string;
+}
+
+export interface NewSocialAccount {
+  name: string;
+  provider: 'sandbox' | 'instagram';
+  instagram?: InstagramCredentials | undefined;
+}
+
+const live = (db: Executor) => db.selectFrom('social_accounts').selectAll().where('deleted_at', 'is', null);
+
+/** The account's social accounts, oldest first. */
+export async function listSocialAccounts(db: Executor, accountId: string): Promise<SocialAccountView[]> {
+  const rows = await live(db).where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+  return withLiveAgents(db, rows);
+}
+
+/**
+ * The views, naming no agent where the agent was deleted (the agents' delete unassigns numbers, not
+ * social accounts; the inbound path already ignores a deleted agent).
+ */
+async function withLiveAgents(db: Executor, rows: SocialAccountRow[]): Promise<SocialAccountView[]> {
+  const ids = [...new Set(rows.flatMap((r) => (r.agent_id ? [r.agent_id] : [])))];
+  const alive =
+    ids.length === 0
+      ? new Set<string>()
+      : new Set(
+          (
+            await db
+              .selectFrom('agents')
+              .select('id')
+              .where(sql<boolean>`id = any(${ids}::uuid[])`)
+              .where('deleted_at', 'is', null)
+              .execute()
+          ).map((a) => a.id),
+        );
+  return rows.map((r) => socialAccountView({ ...r, agent_id: r.agent_id && alive.has(r.agent_id) ? r.agent_id : null }));
+}
+
+/** A social account of the account, not deleted (404 otherwise). */
+export async function getSocialAccountRow(db: Executor, accountId: string, id: string): Promise<SocialAccountRow> {
+  const row = await live(db).where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  if (!row) throw new ApiError('social_account_not_found');
+  return row;
+}
+
+/** The agent named by `agentId`: the account's and not deleted (a paused one may be named). */
+async function assertAgent(trx: Executor, accountId: string, agentId: string): Promise<void> {
+  const agent = await trx
+    .selectFrom('agents')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('id', '=', agentId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (!agent) throw invalid(['agentId'], textFor('agent_ref_not_found'));
+}
+
+/** Inserts a social account row; undefined when a live one already has the igUserId (the seed and createSocialAccount). */
+export const insertSocialAccount = (db: Executor, accountId: string, input: NewSocialAccount, now: Date) => {
+  const ig = input.provider === 'instagram' ? input.instagram : undefined;
+  return (
+    db
+      .insertInto('social_accounts')
+      .values({
+        id: newId(),
+        account_id: accountId,
+        name: input.name,
+        provider: input.provider,
+        ig_user_id: ig?.igUserId ?? null,
+        access_token: ig?.accessToken ?? null,
+        app_secret: ig?.appSecret ?? null,
+        verify_token: ig?.verifyToken ?? null,
+        created_at: now,
+        updated_at: now,
+      })
+      // The unique index on live Instagram ids: another live account has this igUserId.
+      .onConflict((oc) => oc.doNothing())
+      .returningAll()
+      .executeTakeFirst()
+  );
+};
+
+/** Connects a social account: an Instagram one needs its credentials and an igUserId no other live one has. */
+export async function createSocialAccount(s: Services, accountId: string, input: NewSocialAccount): Promise<SocialAccountView> {
+  if (input.provider === 'instagram' && !input.instagram) throw invalid(['instagram'], textFor('social_instagram_required'));
+  const row = await insertSocialAccount(s.db, accountId, input, s.clock.now());
+  if (!row) throw invalid(['instagram', 'igUserId'], textFor('social_instagram_taken'));
+  return socialAccountView(row);
+}
+
+/**
+ * Connects or disconnects it, renames it, or names the AI agent that answers its conversations
+ * (`agentId`; null: none) with the rules of PATCH …/phone-numbers.
+ */
+export async function updateSocialAccount(
+  s: Services,
+  accountId: string,
+  id: string,
+  patch: { status?: 'connected' | 'disconnected' | undefined; agentId?: string | null | undefined; name?: string | undefined },
+): Promise<SocialAccountView> {
+  const row = await s.db.transaction().execute(async (trx) => {
+    const cur = await getSocialAccountRow(trx, accountId, id);
+    if (patch.agentId) await assertAgent(trx, accountId, patch.agentId);
+    if (patch.status === undefined && patch.agentId === undefined && patch.name === undefined) return cur;
+    return trx
+      .updateTable('social_accounts')
+      .set({
+        ...(patch.status !== undefined ? { status: patch.status } : {}),
+        ...(patch.agentId !== undefined ? { agent_id: patch.agentId } : {}),
+        ...(patch.name !== undefined ? { name: patch.name } : {}),
+        updated_at: s.clock.now(),
+      })
+      .where('id', '=', cur.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  return (await withLiveAgents(s.db, [row]))[0]!;
+}
+
+/** Removes it from the lists and the receiver: secrets cleared, disconnected; its conversations stay. */
+export async function deleteSocialAccount(s: Services, accountId: string, id: string): Promise<void> {
+  const now = s.clock.now();
+  const done = await s.db
+    .updateTable('social_accounts')
+    .set({
+      deleted_at: now,
+      updated_at: now,
+      status: 'disconnected',
+      access_token: null,
+      app_secret: null,
+      verify_token: null,
+      agent_id: null,
+    })
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (done.numUpdatedRows === 0n) throw new ApiError('social_account_not_found');
+}
+
+/** Whether some Instagram social account has this webhook verify token (the GET handshake). */
+/** A deleted agent answers no social account (agents/service.ts, in its transaction), as numbers. */
+export async function unassignAgentFromSocialAccounts(trx: Executor, accountId: string, agentId: string): Promise<void> {
+  await trx
+    .updateTable('social_accounts')
+    .set({ agent_id: null })
+    .where('account_id', '=', accountId)
+    .where('agent_id', '=', agentId)
+    .execute();
+}
+
+export async function isInstagramVerifyToken(db: Executor, token: string): Promise<boolean> {
+  const match = await live(db).where('provider', '=', 'instagram').where('verify_token', '=', token).executeTakeFirst();
+  return match !== undefined;
+}
+
+/** Live Instagram social accounts by their igUserIds (the receiver). */
+export async function instagramAccountsByIgId(db: Executor, igUserIds: string[]): Promise<SocialAccountRow[]> {
+  if (igUserIds.length === 0) return [];
+  return live(db).where('provider', '=', 'instagram').where(sql<boolean>`ig_user_id = any(${igUserIds}::text[])`).execute();
+}
+
+/** The app secrets of every live Instagram social account (a signed body that names none of ours). */
+export async function instagramAppSecrets(db: Executor): Promise<string[]> {
+  const rows = await live(db).where('provider', '=', 'instagram').where('app_secret', 'is not', null).execute();
+  return [...new Set(rows.map((r) => r.app_secret!))];
+}
