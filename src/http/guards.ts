@@ -40,7 +40,8 @@ function guard(req: FastifyRequest, reply: FastifyReply, services: Services): Pr
     if (!found) {
       // Any 401 counts for the caller's IP; the 21st within a minute blocks it (decisions.md).
       if (await services.limiter.invalidKey(ip)) throw new ApiError('ip_blocked');
-      throw new ApiError('unauthorized');
+      // An AI app's token where a key belongs: say which credential this API takes.
+      throw new ApiError(bearer(req.headers.authorization)?.startsWith('etk_app_') ? 'unauthorized_app_token' : 'unauthorized');
     }
     return admit(req, reply, services, found, ip);
   });

@@ -26,6 +26,10 @@ export const catalogue = {
   unknown_field: { status: 400, text: 'Este campo no existe. Revisá cómo se escribe o sacalo del pedido.' },
   // 401 / 402
   unauthorized: { status: 401, text: 'Falta la clave de API o no es válida. Revisá el encabezado Authorization: Bearer etk_live_…' },
+  unauthorized_app_token: {
+    status: 401,
+    text: 'Ese es el token de una app de IA (etk_app_…): sirve solo para el servidor MCP (/mcp). Para la API usá una clave de API: Authorization: Bearer etk_live_…',
+  },
   admin_unauthorized: { status: 401, text: 'Falta el token de operador o no es válido. Revisá el encabezado Authorization.' },
   plan_without_api: {
     status: 402,
@@ -154,7 +158,7 @@ export const catalogue = {
   // 409
   window_closed: {
     status: 409,
-    text: 'Pasaron más de 24 horas desde el último mensaje del contacto: el texto libre no está permitido. Usá una plantilla aprobada.',
+    text: 'El contacto no te escribió en las últimas 24 horas (o todavía no te escribió): el texto libre no está permitido. Usá una plantilla aprobada.',
   },
   template_not_approved: {
     status: 409,
@@ -357,13 +361,21 @@ export const catalogue = {
     text: 'No encontramos esa plantilla en la cuenta. Revisá el id en GET /templates.',
   },
   flow_stage_not_found: { status: 400, text: 'No encontramos esa etapa en los embudos de la cuenta. Revisá el id.' },
-  agent_ref_not_found: { status: 400, text: 'No encontramos ese agente de IA en la cuenta. Revisá el id.' },
+  agent_ref_not_found: { status: 400, text: 'No encontramos ese agente de IA en tu cuenta. Revisá el id.' },
   flow_cycle: {
     status: 400,
     text: (p) =>
       `${p.count === 1 ? `El paso ${p.ids} vuelve a sí mismo` : `Los pasos ${p.ids} forman un ciclo`} sin ask ni wait: la automatización se repetiría sin parar. Agregá un ask o un wait al ciclo, o cortalo con otro next.`,
   },
   // The MCP server (src/mcp): its HTTP answers and the refusals of its tools (mcp.md)
+  mcp_not_acceptable: {
+    status: 406,
+    text: 'El cliente MCP tiene que aceptar application/json y text/event-stream: revisá el encabezado Accept (los clientes MCP lo mandan solos).',
+  },
+  mcp_api_key: {
+    status: 401,
+    text: 'Esa es una clave de API (etk_live_…): /mcp pide el token de una app de IA conectada (etk_app_…). Conectá la app y usá el token que se muestra al conectarla.',
+  },
   mcp_unauthorized: {
     status: 401,
     text: 'Falta el token de la app de IA o no es válido. Revisá el encabezado Authorization: Bearer etk_app_… (el token se muestra una sola vez al conectar la app).',

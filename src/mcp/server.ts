@@ -61,8 +61,20 @@ async function handle(s: Services, req: FastifyRequest, reply: FastifyReply): Pr
   if (!validateOriginHeader(req.headers.origin, hostnames).ok) throw new ApiError('mcp_origin_refused');
 
   const principal = await appForToken(s, req.headers.authorization);
-  if (!principal) throw new ApiError('mcp_unauthorized', { headers: { 'WWW-Authenticate': mcpChallenge(s) } });
+  if (!principal) {
+    // An API key where an app token belongs: say which credential /mcp takes.
+    const key = req.headers.authorization?.includes('etk_live_') ?? false;
+    throw new ApiError(key ? 'mcp_api_key' : 'mcp_unauthorized', { headers: { 'WWW-Authenticate': mcpChallenge(s) } });
+  }
   const { app, account, caps } = principal;
+  // The transport's own 406 speaks English: the same rule, answered in Spanish first.
+  const accept = req.headers.accept ?? '';
+  if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
+    return reply
+      .code(406)
+      .type('application/json; charset=utf-8')
+      .send({ jsonrpc: '2.0', id: null, error: { code: -32000, message: textFor('mcp_not_acceptable') } });
+  }
 
   // Only tools/call counts (mcp.md "Per-app minute cap"); initialize and tools/list do not.
   for (const call of toolCalls(req.body)) {

@@ -103,13 +103,16 @@ describe('authentication (mcp.md "Connected AI apps")', () => {
     const acc = await app.createAccount();
     const live = await rpc(app, acc.key, toolCall(1));
     expect(live.status).toBe(401);
+    expect(live.body.error).toMatch(/^Esa es una clave de API \(etk_live_/);
     expect(live.headers.get('www-authenticate')).toMatch(/^Bearer resource_metadata="/);
     expect(await statusOf(mcpClient(app, acc.key))).toBe(401);
 
     const { token } = await connectApp(app, acc.id);
     expect(token).toMatch(/^etk_app_[A-Za-z0-9_-]{32,}$/);
     // …and the other way round: an app token is not an API key.
-    expect((await app.api(token, 'GET', '/me')).status).toBe(401);
+    const asKey = await app.api(token, 'GET', '/me');
+    expect(asKey.status).toBe(401);
+    expect(asKey.body.error).toMatch(/^Ese es el token de una app de IA/);
     const client = await mcpClient(app, token);
     try {
       const me = await client.callTool({ name: 'get_account', arguments: {} });
@@ -118,6 +121,18 @@ describe('authentication (mcp.md "Connected AI apps")', () => {
     } finally {
       await client.close();
     }
+  });
+
+  it('a client that does not accept both application/json and text/event-stream gets 406 in Spanish (Streamable HTTP)', async () => {
+    const acc = await app.createAccount();
+    const { token } = await connectApp(app, acc.id);
+    const r = await request(`${app.url}/mcp`, 'POST', toolCall(1), { accept: 'application/json', authorization: `Bearer ${token}` });
+    expect(r.status).toBe(406);
+    expect(r.body).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32000, message: expect.stringMatching(/^El cliente MCP tiene que aceptar/) },
+    });
   });
 
   it('"DELETE …/ai-apps/{appId} disconnects (the token stops at once)": the next request of a connected client is 401', async () => {
