@@ -42,21 +42,31 @@ describe('"MCP tool calls per minute per app": the N+1st call inside one minute 
     clock.set(new Date('2026-11-26T12:00:05.000Z'));
     const [a, b] = limiters(clock);
     const c = ctx();
-    expect(await a!.admitMcpCall(c, 'app-1')).toBe(true);
-    expect(await b!.admitMcpCall(c, 'app-1')).toBe(true);
-    expect(await a!.admitMcpCall(c, 'app-1')).toBe(true);
-    expect(await b!.admitMcpCall(c, 'app-1')).toBe(false);
-    expect(await a!.admitMcpCall(c, 'app-1')).toBe(false);
-    expect(await a!.admitMcpCall(c, 'app-2')).toBe(true);
+    expect((await a!.admitMcpCalls(c, 'app-1', 1)).ok).toBe(true);
+    expect((await b!.admitMcpCalls(c, 'app-1', 1)).ok).toBe(true);
+    expect((await a!.admitMcpCalls(c, 'app-1', 1)).ok).toBe(true);
+    expect((await b!.admitMcpCalls(c, 'app-1', 1)).ok).toBe(false);
+    expect((await a!.admitMcpCalls(c, 'app-1', 1)).ok).toBe(false);
+    expect((await a!.admitMcpCalls(c, 'app-2', 1)).ok).toBe(true);
     clock.advance(60_000);
-    expect(await b!.admitMcpCall(c, 'app-1')).toBe(true);
+    expect((await b!.admitMcpCalls(c, 'app-1', 1)).ok).toBe(true);
+  });
+
+  it('a batch of calls counts together or not at all: 2 of 3 used, a batch of 2 is refused with room 1 and counts nothing', async () => {
+    const clock = new ManualClock();
+    const [a, b] = limiters(clock);
+    const c = ctx();
+    expect(await a!.admitMcpCalls(c, 'app-b', 2)).toEqual({ ok: true, room: 2 });
+    expect(await b!.admitMcpCalls(c, 'app-b', 2)).toEqual({ ok: false, room: 1 });
+    expect(await a!.admitMcpCalls(c, 'app-b', 1)).toEqual({ ok: true, room: 1 });
+    expect(await b!.admitMcpCalls(c, 'app-b', 1)).toEqual({ ok: false, room: 0 });
   });
 
   it('no cap (null) admits every call', async () => {
     const clock = new ManualClock();
     const [a] = limiters(clock);
     const c = ctx({ mcpCallsPerMinute: null });
-    for (let i = 0; i < 10; i++) expect(await a!.admitMcpCall(c, 'app-x')).toBe(true);
+    for (let i = 0; i < 10; i++) expect((await a!.admitMcpCalls(c, 'app-x', 1)).ok).toBe(true);
   });
 });
 

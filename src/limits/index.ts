@@ -20,8 +20,8 @@ class NoLimiter implements Limiter {
   admit() {
     return ADMITTED;
   }
-  async admitMcpCall() {
-    return true;
+  async admitMcpCalls(_ctx: unknown, _appId: string, n: number) {
+    return { ok: true, room: n };
   }
   async admitMessage() {
     return null;

@@ -85,13 +85,20 @@ export class MemoryLimiter implements Limiter {
     return this.loadCalls(ctx.accountId, period).then((st) => this.decideNow(ctx, opts, st, this.clock.ms()));
   }
 
-  async admitMcpCall(ctx: AccountLimitsCtx, appId: string): Promise<boolean> {
-    return takeOne(this.appCalls, appId, windowStart(this.clock.ms()), ctx.limits.mcpCallsPerMinute);
+  async admitMcpCalls(ctx: AccountLimitsCtx, appId: string, n: number): Promise<{ ok: boolean; room: number }> {
+    const cap = ctx.limits.mcpCallsPerMinute;
+    const w = current(this.appCalls, appId, windowStart(this.clock.ms()));
+    if (cap !== null && w.n + n > cap) return { ok: false, room: Math.max(0, cap - w.n) };
+    w.n += n;
+    return { ok: true, room: n };
   }
 
   async admitMessage(ctx: AccountLimitsCtx): Promise<ApiError | null> {
     const cap = ctx.limits.messagesPerMinute;
-    return takeOne(this.messages, ctx.accountId, windowStart(this.clock.ms()), cap) ? null : messageCapError(cap as number);
+    const w = current(this.messages, ctx.accountId, windowStart(this.clock.ms()));
+    if (cap !== null && w.n + 1 > cap) return messageCapError(cap);
+    w.n += 1;
+    return null;
   }
 
   /** One process: its own caches were told already. */
@@ -149,14 +156,6 @@ export class MemoryLimiter implements Limiter {
   }
 
   async close(): Promise<void> {}
-}
-
-/** Counts one in `id`'s window when under `cap` (null: no cap); false when over it. */
-function takeOne(map: Map<string, Window>, id: string, win: number, cap: number | null): boolean {
-  const w = current(map, id, win);
-  if (cap !== null && w.n + 1 > cap) return false;
-  w.n += 1;
-  return true;
 }
 
 /** The account's counter for window `win` (a new window starts at zero). */

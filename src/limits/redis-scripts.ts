@@ -86,14 +86,16 @@ if diff > 0 then redis.call('INCRBY', KEYS[1], diff) end
 return diff
 `;
 
-// KEYS: counter. ARGV: cap (-1 = none), ttlMs. Counts one when under the cap: 1, else 0.
+// KEYS: counter. ARGV: cap (-1 = none), ttlMs, k. Counts k when they all fit under the cap.
+// Returns {1, count after} when counted, {0, count now} when not (nothing counted).
 const TAKE_LUA = `
 local cap = tonumber(ARGV[1])
+local k = tonumber(ARGV[3])
 local n = tonumber(redis.call('GET', KEYS[1]) or '0')
-if cap >= 0 and n + 1 > cap then return 0 end
-redis.call('INCR', KEYS[1])
+if cap >= 0 and n + k > cap then return {0, n} end
+n = redis.call('INCRBY', KEYS[1], k)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
+return {1, n}
 `;
 
 export type AdmitReply = [number, number, number, number, number];
@@ -102,7 +104,7 @@ export interface LimitsCommands {
   chasquiReturn(req: string, calls: string, tokens: number): Promise<number>;
   chasquiInvalidKey(bad: string, block: string, ...args: (string | number)[]): Promise<number>;
   chasquiRaise(calls: string, recorded: number): Promise<number>;
-  chasquiTake(counter: string, cap: number, ttlMs: number): Promise<number>;
+  chasquiTake(counter: string, cap: number, ttlMs: number, k: number): Promise<[number, number]>;
 }
 
 /** Registers the scripts as commands of this connection (ioredis sends EVALSHA, EVAL on a miss). */

@@ -245,29 +245,30 @@ export class RedisLimiter implements Limiter {
     return asked;
   }
 
-  async admitMcpCall(ctx: AccountLimitsCtx, appId: string): Promise<boolean> {
+  async admitMcpCalls(ctx: AccountLimitsCtx, appId: string, n: number): Promise<{ ok: boolean; room: number }> {
+    const cap = ctx.limits.mcpCallsPerMinute;
     // No cap: nothing to count (no usage figure shows tool calls).
-    if (ctx.limits.mcpCallsPerMinute === null) return true;
-    const now = this.clock.ms();
-    const ok = await this.take(this.key('mcp', appId, windowStart(now)), ctx.limits.mcpCallsPerMinute);
-    return ok ?? this.fallback.admitMcpCall(ctx, appId);
+    if (cap === null) return { ok: true, room: n };
+    const r = await this.take(this.key('mcp', appId, windowStart(this.clock.ms())), cap, n);
+    if (r === null) return this.fallback.admitMcpCalls(ctx, appId, n);
+    return r.ok ? { ok: true, room: n } : { ok: false, room: Math.max(0, cap - r.count) };
   }
 
   async admitMessage(ctx: AccountLimitsCtx): Promise<ApiError | null> {
     const cap = ctx.limits.messagesPerMinute;
     if (cap === null) return null;
-    const ok = await this.take(this.key('msg', ctx.accountId, windowStart(this.clock.ms())), cap);
-    if (ok === null) return this.fallback.admitMessage(ctx);
-    return ok ? null : messageCapError(cap as number);
+    const r = await this.take(this.key('msg', ctx.accountId, windowStart(this.clock.ms())), cap, 1);
+    if (r === null) return this.fallback.admitMessage(ctx);
+    return r.ok ? null : messageCapError(cap);
   }
 
-  /** Counts one on a window counter when under `cap`; null when Redis cannot be asked (use the fallback). */
-  private async take(key: string, cap: number | null): Promise<boolean | null> {
+  /** Counts `k` on a window counter when they fit under `cap`; null when Redis cannot be asked (use the fallback). */
+  private async take(key: string, cap: number, k: number): Promise<{ ok: boolean; count: number } | null> {
     if (!(await this.usable())) return null;
     try {
-      const r = await this.redis.chasquiTake(key, cap ?? -1, KEY_TTL_MS);
+      const [ok, count] = await this.redis.chasquiTake(key, cap, KEY_TTL_MS, k);
       this.recovered();
-      return r === 1;
+      return { ok: ok === 1, count };
     } catch (e) {
       this.failed(e);
       return null;

@@ -45,10 +45,11 @@ export interface Limiter {
    */
   admit(ctx: AccountLimitsCtx, opts: AdmitOptions): CapOutcome | Promise<CapOutcome>;
   /**
-   * One MCP tool call of an AI app (docs/mcp.md "Caps"): counted in the app's one-minute window
-   * when under the cap (`mcpCallsPerMinute`, null: none); false when over it (nothing counted).
+   * `n` MCP tool calls of an AI app in one request (docs/mcp.md "Caps"): all counted in the app's
+   * one-minute window when they fit under the cap (`mcpCallsPerMinute`, null: none), else none;
+   * `room` is how many still fit (the first call over the cap is the one at that index).
    */
-  admitMcpCall(ctx: AccountLimitsCtx, appId: string): Promise<boolean>;
+  admitMcpCalls(ctx: AccountLimitsCtx, appId: string, n: number): Promise<{ ok: boolean; room: number }>;
   /**
    * A send that is not a REST call (an AI app's send_message / start_automation): the account's
    * message minute cap only, the same counter POST /messages uses. The 429 error when over it.

@@ -76,12 +76,12 @@ async function handle(s: Services, req: FastifyRequest, reply: FastifyReply): Pr
       .send({ jsonrpc: '2.0', id: null, error: { code: -32000, message: textFor('mcp_not_acceptable') } });
   }
 
-  // Only tools/call counts (mcp.md "Per-app minute cap"); initialize and tools/list do not.
-  for (const call of toolCalls(req.body)) {
-    if (!(await s.limiter.admitMcpCall(caps, app.id))) {
-      overCap(reply, call.id, caps.limits.mcpCallsPerMinute);
-      return;
-    }
+  // Only tools/call counts (mcp.md "Per-app minute cap"); initialize and tools/list do not. A
+  // batch's calls are counted together or not at all: the one that would pass the cap names the 429.
+  const calls = toolCalls(req.body);
+  if (calls.length > 0) {
+    const admitted = await s.limiter.admitMcpCalls(caps, app.id, calls.length);
+    if (!admitted.ok) return overCap(reply, calls[admitted.room]?.id, caps.limits.mcpCallsPerMinute);
   }
 
   const server = buildMcpServer({ s, account, caps, by: { type: 'ai_app', id: app.id, name: app.name } });

@@ -336,7 +336,7 @@ describe('refusals as isError ("A refused call is a tool result with isError: tr
 });
 
 describe('the /mcp route (mcp.md "Transport": POST; GET may answer 405 in stateless mode; DNS rebinding)', () => {
-  it('"Only tools/call counts": each tools/call of a JSON-RPC batch counts; the one over the cap answers 429 with its id', async () => {
+  it('"Only tools/call counts": a JSON-RPC batch\'s calls count together; the one that would pass the cap answers 429 with its id, and nothing is counted', async () => {
     const acc = await app.createAccount({ limits: { mcpCallsPerMinute: 2 } });
     const connected = await app.admin('POST', `/accounts/${acc.id}/ai-apps`, { name: 'Lote' });
     expect(connected.status).toBe(201);
@@ -359,9 +359,11 @@ describe('the /mcp route (mcp.md "Transport": POST; GET may answer 405 in statel
       id: 4,
       error: { code: -32000, message: textFor('mcp_rate_limited', { limit: 2 }) },
     });
-    // The window is full; tools/list still answers.
-    expect((await request(`${app.url}/mcp`, 'POST', call(5), headers)).status).toBe(429);
-    const list = await request(`${app.url}/mcp`, 'POST', { jsonrpc: '2.0', id: 6, method: 'tools/list' }, headers);
+    // "A refused call counts nothing": the window still holds two calls; the third is over.
+    expect((await request(`${app.url}/mcp`, 'POST', call(5), headers)).status).toBe(200);
+    expect((await request(`${app.url}/mcp`, 'POST', call(6), headers)).status).toBe(200);
+    expect((await request(`${app.url}/mcp`, 'POST', call(7), headers)).status).toBe(429);
+    const list = await request(`${app.url}/mcp`, 'POST', { jsonrpc: '2.0', id: 8, method: 'tools/list' }, headers);
     expect(list.status).toBe(200);
     expect(list.body.result.tools).toHaveLength(TOOL_NAMES.length);
   });
