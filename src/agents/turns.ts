@@ -22,7 +22,7 @@ import { ApiError, ValidationError } from '../http/errors.js';
 import { agentTexts } from '../http/messages.es-AR.js';
 import { newId } from '../lib/ids.js';
 import { type ChatMessage, ModelError } from '../llm/types.js';
-import { sendMessage } from '../messages/send.js';
+import { sendInConversation } from '../messages/send.js';
 import type { Services } from '../services.js';
 import { agentTools, interpretToolCalls, matchesHandoffPhrase, systemPrompt } from './prompt.js';
 import { wakeReviews } from './reviews.js';
@@ -264,18 +264,17 @@ async function act(x: Ctx, turn: TurnRow): Promise<void> {
 }
 
 /**
- * Sends reply `i` of the turn from the stretch's number. Its start (the turn's `replies_started`)
+ * Sends reply `i` of the turn in the stretch's conversation. Its start (the turn's `replies_started`)
  * commits with the message, before the provider call. Returns false when it could not be sent
  * (refused, or the provider failed): the stretch hands off.
  */
 async function reply(x: Ctx, turn: TurnRow, i: number, text: string): Promise<boolean> {
-  const { agent, contact, account, row } = x.c;
-  if (!contact.phone) return false;
+  const { agent, account, row } = x.c;
   try {
-    await sendMessage(x.s, account, {
-      to: contact.phone,
+    // On the conversation's own channel: WhatsApp from its number, or Instagram (messages/send.ts).
+    await sendInConversation(x.s, account, {
+      conversationId: row.conversation_id,
       text,
-      ...(row.phone_number_id ? { phoneNumberId: row.phone_number_id } : {}),
       origin: {
         source: 'agent',
         by: { id: agent.id, name: agent.name },

@@ -28,7 +28,7 @@ import { newId } from '../lib/ids.js';
 import { quotaPeriod } from '../limits/period.js';
 import { effectiveLimits } from '../limits/plans.js';
 import { type AutomationResource, addAutomationUsage } from '../limits/usage.js';
-import { sendMessage } from '../messages/send.js';
+import { sendInConversation } from '../messages/send.js';
 import type { Services } from '../services.js';
 import { emitEvent } from '../webhooks/outbox.js';
 import { nextOf, type Step, type StepOf } from './flow.js';
@@ -307,11 +307,11 @@ async function sendFor(
   what: { text: string } | { template: { id: string; variables?: Record<string, string> | undefined } },
   start: (trx: Trx) => Promise<void>,
 ): Promise<SendResult> {
-  if (!c.contact.phone) return { ok: false, error: executionErrors.noPhone, detail: {}, stored: false };
   const ctx = renderCtx(c);
   try {
-    const m = await sendMessage(c.s, c.account, {
-      to: c.contact.phone,
+    // On the conversation's own channel: WhatsApp from its number, or Instagram (messages/send.ts).
+    const m = await sendInConversation(c.s, c.account, {
+      conversationId: c.row.conversation_id,
       ...('text' in what
         ? { text: renderText(what.text, ctx) }
         : {
@@ -320,7 +320,6 @@ async function sendFor(
               variables: Object.fromEntries(Object.entries(what.template.variables ?? {}).map(([k, v]) => [k, renderText(v, ctx)])),
             },
           }),
-      ...(c.row.phone_number_id ? { phoneNumberId: c.row.phone_number_id } : {}),
       origin: { source: 'automation', by: { id: c.automation.id, name: c.automation.name }, inTransaction: start },
     });
     return { ok: true, messageId: m.id };

@@ -172,9 +172,18 @@ export const catalogue = {
     status: 409,
     text: 'El contacto pidió no recibir más mensajes (optedOut): no le enviamos plantillas. Si te vuelve a escribir, respondele con texto libre dentro de las 24 horas.',
   },
-  conversation_social: {
+  conversation_no_phone: {
     status: 409,
-    text: 'Las conversaciones del canal social todavía no admiten respuestas desde acá. Respondé desde una conversación de WhatsApp.',
+    text: 'El contacto de esta conversación de WhatsApp no tiene teléfono: no se le puede escribir por acá.',
+  },
+  social_template: { status: 409, text: () => `${instagramReasons.template}.` },
+  social_window_closed: {
+    status: 409,
+    text: 'El contacto no te escribió por Instagram en las últimas 24 horas: Instagram no deja escribirle hasta que vuelva a escribir (no hay plantillas en Instagram).',
+  },
+  social_account_unavailable: {
+    status: 409,
+    text: 'Esta conversación de Instagram no tiene una cuenta social conectada (se desconectó, se borró o nunca tuvo una): conectá la cuenta para responder por Instagram.',
   },
   case_closed: { status: 409, text: 'El caso ya está cerrado.' },
   case_closed_stage: {
@@ -219,6 +228,11 @@ export const catalogue = {
     text: (p) => `El proveedor del canal no pudo aceptar el mensaje por ahora (${p.reason}). Probá de nuevo en unos minutos.`,
   },
   // 409 from the provider (messages: ProviderError kinds window/template)
+  provider_window_social: {
+    status: 409,
+    // Instagram's own reason says it all (and that there are no templates to fall back to).
+    text: (p) => `${String(p.reason).charAt(0).toUpperCase()}${String(p.reason).slice(1)}.`,
+  },
   provider_window: {
     status: 409,
     text: (p) => `El proveedor del canal no permite texto libre ahora (${p.reason}). Usá una plantilla aprobada.`,
@@ -532,7 +546,6 @@ export const executionErrors = {
   agentGone: 'El agente de IA de este paso ya no existe: elegí otro agente en la automatización o sacá el paso.',
   agentPaused: 'El agente de IA de este paso está en pausa: activalo para que tome las conversaciones.',
   agentBusy: 'Otro agente de IA ya atiende esta conversación.',
-  noPhone: 'El contacto no tiene teléfono: esta automatización solo puede escribirle por WhatsApp.',
   unexpected: 'Un error inesperado detuvo la ejecución. Revisá el registro de pasos y probá de nuevo.',
 };
 

@@ -3,16 +3,19 @@
 // validate → number → template → contact (limit) → conversation → 24-hour window → store `pending`
 // (commit) → provider.send outside any transaction → store wamid and `sent` → apply early reports.
 
+import { randomUUID } from 'node:crypto';
+import type { Insertable } from 'kysely';
 import { endStretchByTeam } from '../agents/stretches.js';
 import { cancelRunning } from '../automations/cancel.js';
 import { answererOf, recordAnswer } from '../cases/handled-by.js';
 import { lockOpenCase } from '../cases/open.js';
+import { sendInstagram } from '../channel/instagram/send.js';
 import { ProviderError } from '../channel/types.js';
-import { contactForSend, markMarketingOptOut } from '../contacts/service.js';
-import { conversationFor, setHandling, windowOpen } from '../conversations/service.js';
+import { contactForSend, getContact, markMarketingOptOut } from '../contacts/service.js';
+import { conversationFor, getConversationRow, setHandling, windowOpen } from '../conversations/service.js';
 import type { Db, Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
-import type { AccountRow, PhoneNumberRow, TemplateRow, TemplateVariable } from '../db/types.js';
+import type { AccountRow, MessageRow, MessagesTable, PhoneNumberRow, TemplateRow, TemplateVariable } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
 import { providerReason, textFor } from '../http/messages.es-AR.js';
 import { isUuid, newId } from '../lib/ids.js';
@@ -151,45 +154,35 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
     // allowed, so a business can answer a customer who writes again (or confirm the opt-out).
     if (template && contact.opted_out) throw new ApiError('send_opted_out');
     const variables = template ? resolveVariables(template.variables, input.template?.variables ?? {}, contact.attributes) : null;
-    const origin = input.origin;
-    const openCaseId = origin ? await recordAnswerer(trx, conversation.id, origin, now) : null;
-    const message = await trx
-      .insertInto('messages')
-      .values({
-        id: newId(),
+    const message = await insertOutbound(
+      trx,
+      {
         account_id: account.id,
         conversation_id: conversation.id,
         contact_id: contact.id,
         phone_number_id: number.id,
-        direction: 'outbound',
         type: template ? 'template' : 'text',
         text: template ? null : (input.text ?? null),
         template_id: template?.id ?? null,
         template_name: template?.name ?? null,
         template_variables: variables ? JSON.stringify(variables) : null,
         to_phone: phone.phone,
-        status: 'pending',
         campaign_id: input.campaignId ?? null,
-        source: origin?.source ?? (input.campaignId ? 'campaign' : 'api'),
-        ...(origin?.by ? { sent_by: JSON.stringify({ id: origin.by.id ?? null, name: origin.by.name }) } : {}),
+        source: input.origin?.source ?? (input.campaignId ? 'campaign' : 'api'),
         ...(input.app ? { sent_by: JSON.stringify({ type: 'ai_app', id: input.app.id, name: input.app.name }) } : {}),
-        created_at: now,
-        updated_at: now,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    if (origin?.source === 'team') await teamTakesOver(trx, conversation.id, origin.by, openCaseId, now);
-    if (origin?.inTransaction) await origin.inTransaction(trx, message.id);
+      },
+      input.origin,
+      now,
+    );
     return { message, contactCreated: created };
   });
   const pending = written.message;
   // GET /me counts the account's contacts.
   if (written.contactCreated) s.accountViews.changed(account.id);
 
-  let wamid: string;
-  try {
-    const provider = s.channels.get(number.provider);
-    const vars = pending.template_variables ?? {};
+  const provider = s.channels.get(number.provider);
+  const vars = pending.template_variables ?? {};
+  return deliver(s, pending, async () => {
     const sent = await provider.send({
       messageId: pending.id,
       from: number,
@@ -207,11 +200,53 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
           }
         : { text: pending.text ?? '' }),
     });
-    wamid = sent.wamid;
-  } catch (err) {
-    throw await failAtSend(s, pending, err);
-  }
+    return sent.wamid;
+  });
+}
 
+/**
+ * Inside a send's transaction, after the contact's and the conversation's locks: the outbound
+ * message, `pending`, with who wrote it. A send of an automation, an agent or the team records
+ * who answered the open case first, the team's takes the conversation over after the insert, and
+ * `origin.inTransaction` runs last (docs/architecture.md "Lock order").
+ */
+async function insertOutbound(
+  trx: Trx,
+  values: Omit<Insertable<MessagesTable>, 'id' | 'direction' | 'status' | 'created_at' | 'updated_at'>,
+  origin: SendOrigin | undefined,
+  now: Date,
+): Promise<MessageRow> {
+  const conversationId = values.conversation_id;
+  const openCaseId = origin ? await recordAnswerer(trx, conversationId, origin, now) : null;
+  const message = await trx
+    .insertInto('messages')
+    .values({
+      ...values,
+      id: newId(),
+      direction: 'outbound',
+      status: 'pending',
+      ...(origin?.by ? { sent_by: JSON.stringify({ id: origin.by.id ?? null, name: origin.by.name }) } : {}),
+      created_at: now,
+      updated_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  if (origin?.source === 'team') await teamTakesOver(trx, conversationId, origin.by, openCaseId, now);
+  if (origin?.inTransaction) await origin.inTransaction(trx, message.id);
+  return message;
+}
+
+/**
+ * The provider call of a stored `pending` message, outside any transaction, then its provider id
+ * and `sent` (or `failed` with the provider's reason, answered as the matching error).
+ */
+async function deliver(s: Services, pending: MessageRow, call: () => Promise<string>, social = false): Promise<MessageRecord> {
+  let wamid: string;
+  try {
+    wamid = await call();
+  } catch (err) {
+    throw await failAtSend(s, pending, err, social);
+  }
   const at = s.clock.now();
   const stored = await s.db
     .updateTable('messages')
@@ -226,8 +261,88 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
   return messageView(stored);
 }
 
+/** A send in one conversation (a team member, an agent, an automation): text, or a template on WhatsApp. */
+export interface ConversationSend {
+  conversationId: string;
+  text?: string;
+  template?: { id: string; variables?: Record<string, string> };
+  origin: SendOrigin;
+}
+
+/**
+ * Answers in a conversation on its own channel (docs/instagram.md "Outbound"): WhatsApp through
+ * sendMessage from the conversation's number; the social channel (Instagram Direct) as a text to
+ * the contact's Instagram-scoped id through the conversation's social account, with the same
+ * 24-hour window, the same record of who answered, and no templates (Instagram has none).
+ */
+export async function sendInConversation(s: Services, account: AccountRow, input: ConversationSend): Promise<MessageRecord> {
+  const conversation = await getConversationRow(s.db, account.id, input.conversationId);
+  const contact = await getContact(s.db, account.id, conversation.contact_id);
+  const content = input.text !== undefined ? { text: input.text } : input.template ? { template: input.template } : {};
+  if (conversation.channel === 'whatsapp') {
+    if (!contact.phone || !conversation.phone_number_id) throw new ApiError('conversation_no_phone');
+    return sendMessage(s, account, { to: contact.phone, phoneNumberId: conversation.phone_number_id, ...content, origin: input.origin });
+  }
+  if (input.template) throw new ApiError('social_template');
+  if (input.text === undefined || input.text.trim() === '') throw invalid(['text'], textFor('text_blank'));
+  const social = conversation.social_account_id
+    ? await s.db.selectFrom('social_accounts').selectAll().where('id', '=', conversation.social_account_id).executeTakeFirst()
+    : undefined;
+  if (!social || social.deleted_at !== null || social.status !== 'connected' || !contact.socialchat_id) {
+    throw new ApiError('social_account_unavailable');
+  }
+  const text = input.text;
+  const now = s.clock.now();
+  // The contact, then the conversation, then the message (docs/architecture.md "Lock order").
+  const pending = await transaction(s.db, async (trx) => {
+    await trx.selectFrom('contacts').select('id').where('id', '=', contact.id).forNoKeyUpdate().execute();
+    const conv = await trx
+      .selectFrom('conversations')
+      .selectAll()
+      .where('id', '=', conversation.id)
+      .forNoKeyUpdate()
+      .executeTakeFirstOrThrow();
+    if (!windowOpen(conv, now)) throw new ApiError('social_window_closed');
+    return insertOutbound(
+      trx,
+      {
+        account_id: account.id,
+        conversation_id: conv.id,
+        contact_id: contact.id,
+        phone_number_id: null,
+        type: 'text',
+        text,
+        to_phone: null,
+        source: input.origin.source,
+      },
+      input.origin,
+      now,
+    );
+  });
+  const userId = contact.socialchat_id;
+  return deliver(
+    s,
+    pending,
+    async () => {
+      if (social.provider !== 'instagram') return `mid.SBX${randomUUID().replace(/-/g, '').toUpperCase()}`;
+      const sent = await sendInstagram(
+        {
+          baseUrl: s.config.INSTAGRAM_API_URL,
+          igUserId: social.ig_user_id ?? '',
+          accessToken: social.access_token ?? '',
+          timeoutMs: s.config.GRAPH_TIMEOUT_MS,
+        },
+        { userId },
+        text,
+      );
+      return sent.mid;
+    },
+    true,
+  );
+}
+
 /** Marks the message failed with the provider's code and reason, and returns the error to answer. */
-async function failAtSend(s: Services, pending: { id: string; contact_id: string }, err: unknown): Promise<ApiError> {
+async function failAtSend(s: Services, pending: { id: string; contact_id: string }, err: unknown, social = false): Promise<ApiError> {
   const messageId = pending.id;
   const pe = err instanceof ProviderError ? err : new ProviderError('temporary', providerReason('unexpected'), null);
   if (!(err instanceof ProviderError)) s.log.error({ err, messageId }, 'channel provider failed unexpectedly');
@@ -245,7 +360,8 @@ async function failAtSend(s: Services, pending: { id: string; contact_id: string
   const opts = { params: { reason: pe.reason }, extra: { code: pe.code, messageId } };
   switch (pe.kind) {
     case 'window':
-      return new ApiError('provider_window', opts);
+      // Instagram has no templates to suggest.
+      return new ApiError(social ? 'provider_window_social' : 'provider_window', opts);
     case 'template':
       return new ApiError('provider_template', opts);
     case 'temporary':

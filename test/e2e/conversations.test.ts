@@ -243,7 +243,7 @@ describe('POST /admin/v1/accounts/{id}/conversations/{cid}/messages (a team repl
     expect(listed.at(-1)).toMatchObject({ id: ok.body.id, from: 'team', by: { id: null, name: 'Laura' } });
   });
 
-  it('"strict" body, unknown account or conversation → 404, a socialchat conversation → 409', async () => {
+  it('"strict" body, unknown account or conversation → 404, a socialchat conversation without a social account → 409', async () => {
     const acc = await app.createAccount();
     const other = await app.createAccount();
     const w = await customerWrites(acc, freshPhone());
@@ -262,9 +262,8 @@ describe('POST /admin/v1/accounts/{id}/conversations/{cid}/messages (a team repl
     const social = await app.inbound({ accountId: acc.id, socialchat: `ig-${newId()}`, text: 'Hola' });
     const r = await teamReply(acc, social.body.conversationId, { text: 'Hola', by });
     expect(r.status).toBe(409);
-    expect(r.body.error).toBe(
-      'Las conversaciones del canal social todavía no admiten respuestas desde acá. Respondé desde una conversación de WhatsApp.',
-    );
+    // A social conversation simulated without a social account has nothing to answer through.
+    expect(r.body.error).toMatch(/^Esta conversación de Instagram no tiene una cuenta social conectada/);
   });
 
   it('the open case\'s handledBy becomes "human"; the conversation\'s handling becomes team and lapses when its case closes', async () => {

@@ -1,0 +1,147 @@
+// The social channel's outbound side (spec social.md "Outbound"; docs/instagram.md): a team
+// member, an AI agent or an automation answers an Instagram conversation on its own channel —
+// POST {INSTAGRAM_API_URL}/{igUserId}/messages {recipient: {id}, message: {text}} with the
+// account's token, against a fake Instagram Graph server — within Instagram's 24-hour window, with
+// Meta's errors mapped to Spanish reasons; templates do not exist there.
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { automationsOf } from '../automations.js';
+import { type FakeInstagram, igErrors, startFakeInstagram } from '../fakes/instagram.js';
+import { startTestApp, type TestAccount, type TestApp } from '../harness.js';
+
+let app: TestApp;
+let ig: FakeInstagram;
+const { createFlow, runDue } = automationsOf(() => app);
+
+beforeAll(async () => {
+  ig = await startFakeInstagram();
+  app = await startTestApp({ env: { INSTAGRAM_API_URL: ig.url } });
+});
+afterAll(async () => {
+  await app?.close();
+  await ig?.close();
+});
+
+const digits = (n: number) => Array.from(randomBytes(n), (b) => String(b % 10)).join('');
+
+/** An account with an Instagram social account, and a customer who wrote to it (sandbox social inbound). */
+async function instagramConversation(): Promise<{
+  acc: TestAccount;
+  igUserId: string;
+  token: string;
+  customer: string;
+  conversationId: string;
+}> {
+  const acc = await app.createAccount();
+  const igUserId = `1784${digits(13)}`;
+  const token = `IGAA${randomBytes(24).toString('base64url')}`;
+  const social = await app.admin('POST', `/accounts/${acc.id}/social-accounts`, {
+    name: 'Instagram de la tienda',
+    provider: 'instagram',
+    instagram: { igUserId, accessToken: token, appSecret: randomBytes(16).toString('hex'), verifyToken: `vt-${digits(8)}` },
+  });
+  expect(social.status, JSON.stringify(social.body)).toBe(201);
+  ig.tokens.set(igUserId, token);
+  const customer = digits(16);
+  const inbound = await app.admin('POST', '/sandbox/social-inbound', {
+    socialAccountId: social.body.id,
+    userId: customer,
+    username: 'ana.mate',
+    text: 'Hola, ¿tienen yerba Amanda?',
+  });
+  expect(inbound.status, JSON.stringify(inbound.body)).toBe(201);
+  return { acc, igUserId, token, customer, conversationId: inbound.body.conversationId };
+}
+
+const teamReply = (acc: TestAccount, conversationId: string, body: Record<string, unknown>) =>
+  app.admin('POST', `/accounts/${acc.id}/conversations/${conversationId}/messages`, { by: { name: 'Laura' }, ...body });
+
+describe('"Automations, AI agents and team replies answer on the conversation\'s own channel: for socialchat, POST {INSTAGRAM_API_URL}/{igUserId}/messages {recipient: {id}, message: {text}} with the access token"', () => {
+  it("a team reply reaches the fake Graph in Instagram's shape; the message keeps its mid and shows from team", async () => {
+    const { acc, igUserId, token, customer, conversationId } = await instagramConversation();
+    const before = ig.sends().length;
+    const r = await teamReply(acc, conversationId, { text: 'Sí, tenemos Amanda de 1 kg.' });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const sent = ig.sends().slice(before);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatchObject({
+      method: 'POST',
+      path: expect.stringMatching(new RegExp(`/${igUserId}/messages$`)),
+      token,
+      body: { recipient: { id: customer }, message: { text: 'Sí, tenemos Amanda de 1 kg.' } },
+    });
+    const msgs = await acc.call('GET', `/conversations/${conversationId}/messages`);
+    const out = msgs.body.data.filter((m: any) => m.direction === 'outbound');
+    expect(out).toHaveLength(1);
+    expect(out[0]).toMatchObject({ from: 'team', text: 'Sí, tenemos Amanda de 1 kg.', status: 'sent' });
+    const row = await app.rt.services.db
+      .selectFrom('messages')
+      .select(['wamid', 'to_phone'])
+      .where('id', '=', out[0].id)
+      .executeTakeFirstOrThrow();
+    // The mid Instagram answered (its message_id), where a WhatsApp message keeps its wamid.
+    expect(row.wamid).toEqual(expect.any(String));
+    expect(row.wamid).not.toMatch(/^wamid\./);
+    expect(row.to_phone).toBeNull();
+  });
+
+  it('"templates do not exist there": a template reply on socialchat → 409 with the Spanish reason, nothing sent', async () => {
+    const { acc, conversationId } = await instagramConversation();
+    const before = ig.sends().length;
+    const r = await teamReply(acc, conversationId, { template: { id: '0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3f' } });
+    expect(r.status).toBe(409);
+    expect(r.body.error).toMatch(/^Instagram no tiene plantillas/);
+    expect(ig.sends().length).toBe(before);
+  });
+
+  it('"Instagram\'s 24-hour window applies the same way": a day after the customer wrote → 409, nothing sent', async () => {
+    const { acc, conversationId } = await instagramConversation();
+    app.clock.advance(24 * 60 * 60 * 1000 + 1000);
+    const before = ig.sends().length;
+    const r = await teamReply(acc, conversationId, { text: '¿Seguís ahí?' });
+    expect(r.status).toBe(409);
+    expect(r.body.error).toMatch(/^El contacto no te escribió por Instagram en las últimas 24 horas/);
+    expect(ig.sends().length).toBe(before);
+  });
+
+  it('"mapping Meta\'s errors to clear Spanish reasons": Meta\'s window error → 409 without a template hint; an expired token → 502; the message is failed with the reason', async () => {
+    const { acc, conversationId } = await instagramConversation();
+    ig.queue({ error: igErrors.window });
+    const w = await teamReply(acc, conversationId, { text: 'Hola' });
+    expect(w.status).toBe(409);
+    expect(w.body.error).toMatch(/^Pasaron más de 24 horas desde el último mensaje del contacto en Instagram/);
+    expect(w.body.error).not.toMatch(/Usá una plantilla/);
+    ig.queue({ error: igErrors.tokenExpired });
+    const t = await teamReply(acc, conversationId, { text: 'Hola de nuevo' });
+    expect(t.status).toBe(502);
+    const failed = await app.rt.services.db
+      .selectFrom('messages')
+      .select(['status', 'error'])
+      .where('conversation_id', '=', conversationId)
+      .where('direction', '=', 'outbound')
+      .orderBy('id')
+      .execute();
+    expect(failed.map((m) => m.status)).toEqual(['failed', 'failed']);
+    expect(failed[1]?.error).toMatch(/token/i);
+  });
+
+  it('a keyword automation started by a direct message answers through Instagram', async () => {
+    const { acc, customer, conversationId } = await instagramConversation();
+    await createFlow(acc, {
+      name: 'Precios',
+      trigger: { type: 'keyword', keywords: ['precios'], match: 'contains' },
+      steps: [{ id: 'p', type: 'send', text: 'Amanda 1 kg: $5.000' }],
+    });
+    const socialId = (await app.admin('GET', `/accounts/${acc.id}/social-accounts`)).body.data[0].id;
+    const before = ig.sends().length;
+    const inbound = await app.admin('POST', '/sandbox/social-inbound', {
+      socialAccountId: socialId,
+      userId: customer,
+      text: 'Pasame los precios',
+    });
+    expect(inbound.body.conversationId).toBe(conversationId);
+    await runDue();
+    const sent = ig.sends().slice(before);
+    expect(sent.map((c) => c.body)).toEqual([{ recipient: { id: customer }, message: { text: 'Amanda 1 kg: $5.000' } }]);
+  });
+});
