@@ -46,6 +46,8 @@ export async function insertExecution(
     variables: Record<string, unknown>;
     trigger: string;
     test: boolean;
+    /** A comment automation: the comment its first send answers privately. */
+    replyCommentId?: string | null;
   },
   now: Date,
 ): Promise<ExecutionRow | null> {
@@ -55,9 +57,10 @@ export async function insertExecution(
   const { rows } = await sql<ExecutionRow>`
     WITH e AS (
       INSERT INTO automation_executions (id, account_id, automation_id, conversation_id, contact_id, phone_number_id, status,
-        variables, current_step_id, state, test, trigger, run_at, started_at, updated_at)
+        variables, current_step_id, state, test, trigger, reply_comment_id, run_at, started_at, updated_at)
       VALUES (${newId()}, ${e.automation.account_id}, ${e.automation.id}, ${e.conversationId}, ${e.contactId}, ${e.phoneNumberId},
-        'running', ${JSON.stringify(e.variables)}::jsonb, ${e.firstStepId}, 'ready', ${e.test}, ${e.trigger}, ${now}, ${now}, ${now})
+        'running', ${JSON.stringify(e.variables)}::jsonb, ${e.firstStepId}, 'ready', ${e.test}, ${e.trigger}, ${e.replyCommentId ?? null},
+        ${now}, ${now}, ${now})
       ON CONFLICT (conversation_id) WHERE status = 'running' DO NOTHING
       RETURNING *),
     h AS (${handling} AND EXISTS (SELECT 1 FROM e))

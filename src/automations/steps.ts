@@ -310,8 +310,10 @@ async function sendFor(
   const ctx = renderCtx(c);
   try {
     // On the conversation's own channel: WhatsApp from its number, or Instagram (messages/send.ts).
+    const commentId = c.row.reply_comment_id;
     const m = await sendInConversation(c.s, c.account, {
       conversationId: c.row.conversation_id,
+      commentId,
       ...('text' in what
         ? { text: renderText(what.text, ctx) }
         : {
@@ -322,6 +324,7 @@ async function sendFor(
           }),
       origin: { source: 'automation', by: { id: c.automation.id, name: c.automation.name }, inTransaction: start },
     });
+    if (commentId) c.row = { ...c.row, reply_comment_id: null };
     return { ok: true, messageId: m.id };
   } catch (err) {
     const reason = refusalText(err);
@@ -350,7 +353,13 @@ async function sendStep(
   let counted: AutomationResource[] = [];
   const r = await sendFor(c, what, async (trx) => {
     c.later = [];
-    await updateExecution(trx, c, { effect_step: logId, run_at: lease(c), ...(step.type === 'ask' ? { inputs_pending: 0 } : {}) });
+    await updateExecution(trx, c, {
+      effect_step: logId,
+      run_at: lease(c),
+      ...(step.type === 'ask' ? { inputs_pending: 0 } : {}),
+      // A comment automation's first send is the comment's one private reply.
+      ...(c.row.reply_comment_id ? { reply_comment_id: null } : {}),
+    });
     // After the execution row is locked: an answer committed meanwhile is either dropped here or
     // counted in inputs_pending after this write, never left unread with inputs_pending at 0.
     if (step.type === 'ask') await dropInput(trx, c.row.id);

@@ -402,6 +402,8 @@ export interface AutomationExecutionsTable {
   effect_step: string | null;
   test: Generated<boolean>;
   trigger: string;
+  /** A comment automation's execution: the comment its first send answers privately (then null). */
+  reply_comment_id: Generated<string | null>;
   run_at: Ts | null;
   claim: string | null;
   started_at: Ts;
@@ -552,6 +554,20 @@ export interface AgentReviewsTable {
   reviewed_at: Ts | null;
 }
 
+/** An Instagram comment that reached us (migrations/0015; docs/instagram.md "Comments"). */
+export interface SocialCommentsTable {
+  id: string;
+  account_id: string;
+  social_account_id: string;
+  comment_id: string;
+  contact_id: string;
+  conversation_id: string;
+  media_id: string | null;
+  text: string | null;
+  execution_id: string | null;
+  created_at: TsDefault;
+}
+
 /** An AI app connected through MCP (migrations/0013; docs/mcp.md). */
 export interface AiAppsTable {
   id: string;
@@ -598,6 +614,7 @@ export interface Database {
   agent_turns: AgentTurnsTable;
   agent_reviews: AgentReviewsTable;
   ai_apps: AiAppsTable;
+  social_comments: SocialCommentsTable;
   reasons: ReasonsTable;
   case_classifications: CaseClassificationsTable;
   automations: AutomationsTable;

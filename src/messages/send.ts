@@ -12,7 +12,7 @@ import { lockOpenCase } from '../cases/open.js';
 import { sendInstagram } from '../channel/instagram/send.js';
 import { ProviderError } from '../channel/types.js';
 import { contactForSend, getContact, markMarketingOptOut } from '../contacts/service.js';
-import { conversationFor, getConversationRow, setHandling, windowOpen } from '../conversations/service.js';
+import { conversationFor, getConversationRow, setHandling, touchInboundWindow, windowOpen } from '../conversations/service.js';
 import type { Db, Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
 import type { AccountRow, MessageRow, MessagesTable, PhoneNumberRow, TemplateRow, TemplateVariable } from '../db/types.js';
@@ -267,6 +267,12 @@ export interface ConversationSend {
   text?: string;
   template?: { id: string; variables?: Record<string, string> };
   origin: SendOrigin;
+  /**
+   * Instagram: answer this comment with a private reply (`recipient: {comment_id}`) instead of a
+   * direct message — a comment automation's first send. Not bound to the 24-hour window; once it
+   * is out, the conversation is open.
+   */
+  commentId?: string | null | undefined;
 }
 
 /**
@@ -292,6 +298,7 @@ export async function sendInConversation(s: Services, account: AccountRow, input
     throw new ApiError('social_account_unavailable');
   }
   const text = input.text;
+  const commentId = input.commentId ?? null;
   const now = s.clock.now();
   // The contact, then the conversation, then the message (docs/architecture.md "Lock order").
   const pending = await transaction(s.db, async (trx) => {
@@ -302,7 +309,7 @@ export async function sendInConversation(s: Services, account: AccountRow, input
       .where('id', '=', conversation.id)
       .forNoKeyUpdate()
       .executeTakeFirstOrThrow();
-    if (!windowOpen(conv, now)) throw new ApiError('social_window_closed');
+    if (commentId === null && !windowOpen(conv, now)) throw new ApiError('social_window_closed');
     return insertOutbound(
       trx,
       {
@@ -320,25 +327,28 @@ export async function sendInConversation(s: Services, account: AccountRow, input
     );
   });
   const userId = contact.socialchat_id;
-  return deliver(
+  const sent = await deliver(
     s,
     pending,
     async () => {
       if (social.provider !== 'instagram') return `mid.SBX${randomUUID().replace(/-/g, '').toUpperCase()}`;
-      const sent = await sendInstagram(
+      const r = await sendInstagram(
         {
           baseUrl: s.config.INSTAGRAM_API_URL,
           igUserId: social.ig_user_id ?? '',
           accessToken: social.access_token ?? '',
           timeoutMs: s.config.GRAPH_TIMEOUT_MS,
         },
-        { userId },
+        commentId !== null ? { commentId } : { userId },
         text,
       );
-      return sent.mid;
+      return r.mid;
     },
     true,
   );
+  // The private reply is out: the conversation is open (spec social.md "Comment").
+  if (commentId !== null) await touchInboundWindow(s.db, conversation.id, now);
+  return sent;
 }
 
 /** Marks the message failed with the provider's code and reason, and returns the error to answer. */

@@ -388,6 +388,39 @@ describe('"runs the automations/agent/case rules exactly as a WhatsApp inbound d
 });
 
 describe('"anything unknown logged and skipped, never a 500" (signed but malformed payloads)', () => {
+  it('"Comment (entry[].changes[] with field: "comments")": no message.received; it starts the comment automation with comentario (once for a re-sent batch)', async () => {
+    const ig = await instagramAccount();
+    const flow = await app.admin('POST', `/accounts/${ig.acc.id}/automations`, {
+      name: 'Comentarios',
+      status: 'active',
+      trigger: { type: 'comment' },
+      steps: [{ id: 'w', type: 'wait', minutes: 10 }],
+    });
+    expect(flow.status, JSON.stringify(flow.body)).toBe(201);
+    const commentId = `1789${digits(12)}`;
+    const payload = {
+      object: 'instagram',
+      entry: [
+        {
+          id: ig.igUserId,
+          time: ms(),
+          changes: [
+            {
+              field: 'comments',
+              value: { id: commentId, text: 'Precio?', from: { id: userId(), username: 'ana.mate' }, media: { id: '1790' } },
+            },
+          ],
+        },
+      ],
+    };
+    expect((await postWebhook(payload, ig.appSecret)).status).toBe(200);
+    expect((await postWebhook(payload, ig.appSecret)).status).toBe(200);
+    expect(await app.events(ig.acc.id, 'message.received')).toEqual([]);
+    const list = await app.admin('GET', `/accounts/${ig.acc.id}/automations/${flow.body.id}/executions`);
+    expect(list.body.data).toHaveLength(1);
+    expect(list.body.data[0]).toMatchObject({ variables: { comentario: 'Precio?' } });
+  });
+
   it('signed payloads of every odd shape answer 200 (or 400 for a body that is not JSON), never 5xx', async () => {
     const ig = await instagramAccount();
     const bodies: unknown[] = [

@@ -145,3 +145,64 @@ describe('"Automations, AI agents and team replies answer on the conversation\'s
     expect(sent.map((c) => c.body)).toEqual([{ recipient: { id: customer }, message: { text: 'Amanda 1 kg: $5.000' } }]);
   });
 });
+
+describe('"Comment … starts the matching comment automation with variables.comentario; that flow\'s first send is a private reply to the comment (recipient: {comment_id}), after which the conversation is open"', () => {
+  it("a signed comment webhook: the comment automation answers privately with the comment's text, then a DM; no message.received for the comment", async () => {
+    const { acc, igUserId, customer } = await instagramConversation();
+    const flow = await createFlow(acc, {
+      name: 'Comentarios',
+      trigger: { type: 'comment', keywords: ['precio'] },
+      steps: [
+        { id: 'privada', type: 'send', text: 'Hola! Sobre "{{comentario}}": te escribo por privado.' },
+        { id: 'dm', type: 'send', text: 'Amanda 1 kg: $5.000' },
+      ],
+    });
+    const social = (await app.admin('GET', `/accounts/${acc.id}/social-accounts`)).body.data[0];
+    const receivedBefore = (await app.events(acc.id, 'message.received')).length;
+    const before = ig.sends().length;
+    const commentId = `1789${digits(12)}`;
+    const r = await app.admin('POST', '/sandbox/social-comment', {
+      socialAccountId: social.id,
+      userId: customer,
+      username: 'ana.mate',
+      text: '¿Qué precio tiene la Amanda?',
+      commentId,
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    expect(r.body).toMatchObject({ duplicate: false, executionId: expect.any(String) });
+    await runDue();
+    const sent = ig.sends().slice(before);
+    expect(sent.map((c) => c.body)).toEqual([
+      { recipient: { comment_id: commentId }, message: { text: 'Hola! Sobre "¿Qué precio tiene la Amanda?": te escribo por privado.' } },
+      { recipient: { id: customer }, message: { text: 'Amanda 1 kg: $5.000' } },
+    ]);
+    expect(sent[0]?.path).toMatch(new RegExp(`/${igUserId}/messages$`));
+    // "no message.received" for a comment; the execution has comentario.
+    expect((await app.events(acc.id, 'message.received')).length).toBe(receivedBefore);
+    const list = await app.admin('GET', `/accounts/${acc.id}/automations/${flow.id}/executions`);
+    expect(list.body.data[0]).toMatchObject({
+      status: 'completed',
+      variables: { comentario: '¿Qué precio tiene la Amanda?' },
+    });
+    // Meta re-sends: the same comment changes nothing.
+    const again = await app.admin('POST', '/sandbox/social-comment', {
+      socialAccountId: social.id,
+      userId: customer,
+      text: 'x',
+      commentId,
+    });
+    expect(again.body).toMatchObject({ duplicate: true });
+  });
+
+  it('a comment without the automation\'s keywords starts nothing; the receiver reads Meta\'s "comments" field', async () => {
+    const { acc, customer } = await instagramConversation();
+    await createFlow(acc, {
+      name: 'Comentarios',
+      trigger: { type: 'comment', keywords: ['precio'] },
+      steps: [{ id: 'privada', type: 'send', text: 'Te escribo por privado' }],
+    });
+    const social = (await app.admin('GET', `/accounts/${acc.id}/social-accounts`)).body.data[0];
+    const r = await app.admin('POST', '/sandbox/social-comment', { socialAccountId: social.id, userId: customer, text: 'Qué linda foto' });
+    expect(r.body).toMatchObject({ duplicate: false, executionId: null });
+  });
+});

@@ -9,7 +9,8 @@ import { reportStatus } from '../../messages/status.js';
 import type { Services } from '../../services.js';
 import { verifySignature } from '../cloud/signature.js';
 import { instagramAccountsByIgId, instagramAppSecrets } from '../social-accounts.js';
-import { namedIgUserIds, type ParsedDirectMessage, type ParsedRead, parseInstagramWebhook } from './webhook.js';
+import { receiveComment } from './comments.js';
+import { namedIgUserIds, type ParsedComment, type ParsedDirectMessage, type ParsedRead, parseInstagramWebhook } from './webhook.js';
 
 export interface InstagramOutcome {
   /** The signature matches no app secret of the social accounts the payload names: answer 401, nothing done. */
@@ -17,6 +18,7 @@ export interface InstagramOutcome {
   messages: number;
   duplicates: number;
   reads: number;
+  comments: number;
   skipped: number;
   /** Items that failed for a reason other than our own rules: answer 500 so Meta sends the batch again. */
   failed: number;
@@ -35,7 +37,15 @@ export async function handleInstagramWebhook(
   signature: string | undefined,
 ): Promise<InstagramOutcome> {
   const { items, skipped } = parseInstagramWebhook(payload, s.clock.now());
-  const outcome: InstagramOutcome = { unauthorized: false, messages: 0, duplicates: 0, reads: 0, skipped: skipped.length, failed: 0 };
+  const outcome: InstagramOutcome = {
+    unauthorized: false,
+    messages: 0,
+    duplicates: 0,
+    reads: 0,
+    comments: 0,
+    skipped: skipped.length,
+    failed: 0,
+  };
   if (skipped.length > 0) s.log.debug({ skipped }, 'instagram webhook: parts skipped');
 
   // Each account's data is authenticated by its own app secret (one Meta app signs one POST).
@@ -65,6 +75,7 @@ export async function handleInstagramWebhook(
       s.log.warn({ igUserId: item.igUserId }, 'instagram webhook for an account that is not ours or not verified');
       outcome.skipped += 1;
     } else if (item.kind === 'message') await guarded(s, outcome, () => processMessage(s, item, account, outcome));
+    else if (item.kind === 'comment') await guarded(s, outcome, () => processComment(s, item, account, outcome));
     else await guarded(s, outcome, () => processRead(s, item, account, outcome));
   }
   return outcome;
@@ -98,6 +109,21 @@ async function processMessage(s: Services, item: ParsedDirectMessage, account: S
   });
   if (r.duplicate) outcome.duplicates += 1;
   else outcome.messages += 1;
+}
+
+/** A comment starts the matching comment automation (comments.ts); a re-sent one changes nothing. */
+async function processComment(s: Services, item: ParsedComment, account: SocialAccountRow, outcome: InstagramOutcome): Promise<void> {
+  const r = await receiveComment(s, {
+    accountId: account.account_id,
+    socialAccountId: account.id,
+    userId: item.userId,
+    username: item.username,
+    commentId: item.commentId,
+    mediaId: item.mediaId,
+    text: item.text,
+  });
+  if (r.duplicate) outcome.duplicates += 1;
+  else outcome.comments += 1;
 }
 
 async function processRead(s: Services, item: ParsedRead, account: SocialAccountRow, outcome: InstagramOutcome): Promise<void> {

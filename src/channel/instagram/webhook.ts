@@ -27,7 +27,20 @@ export interface ParsedRead {
   timestamp: Date;
 }
 
-export type ParsedInstagramItem = ParsedDirectMessage | ParsedRead;
+/** A comment on one of our posts (field "comments"): it starts `comment` automations. */
+export interface ParsedComment {
+  kind: 'comment';
+  igUserId: string;
+  /** The commenter's Instagram-scoped id. */
+  userId: string;
+  username: string | null;
+  commentId: string;
+  mediaId: string | null;
+  text: string | null;
+  timestamp: Date;
+}
+
+export type ParsedInstagramItem = ParsedDirectMessage | ParsedRead | ParsedComment;
 
 export interface InstagramParseResult {
   items: ParsedInstagramItem[];
@@ -61,7 +74,10 @@ const Messaging = z.looseObject({
   reaction: z.unknown().optional(),
   postback: z.unknown().optional(),
 });
-const Change = z.looseObject({ field: Str });
+const Change = z.looseObject({
+  field: Str,
+  value: loose({ id: Str, text: Str, from: loose({ id: Str, username: Str }), media: loose({ id: Str }) }),
+});
 const Entry = z.looseObject({ id: Str, time: z.unknown().optional(), messaging: List, changes: List });
 const Root = z.looseObject({ object: z.unknown().optional(), entry: List });
 
@@ -134,9 +150,33 @@ export function parseInstagramWebhook(payload: unknown, now: Date): InstagramPar
   for (const entry of each(root.data.entry, Entry, () => skipped.push('malformed entry'))) {
     for (const ev of each(entry.messaging, Messaging, () => skipped.push('malformed messaging event')))
       parseMessaging(entry.id, ev, now, items, skipped);
-    // Comments (field "comments") are the comment automations' part (social.md): not handled here yet.
-    for (const change of each(entry.changes, Change, () => skipped.push('malformed change')))
-      skipped.push(`field ${change.field ?? '(none)'}`);
+    for (const change of each(entry.changes, Change, () => skipped.push('malformed change'))) {
+      if (change.field !== 'comments') {
+        skipped.push(`field ${change.field ?? '(none)'}`);
+        continue;
+      }
+      const v = change.value;
+      const userId = v?.from?.id;
+      if (!entry.id || !v?.id || !userId) {
+        skipped.push('malformed comment');
+        continue;
+      }
+      // Our own comments (a reply from the account) are not a customer commenting.
+      if (userId === entry.id) {
+        skipped.push('own comment');
+        continue;
+      }
+      items.push({
+        kind: 'comment',
+        igUserId: entry.id,
+        userId,
+        username: v.from?.username ?? null,
+        commentId: v.id,
+        mediaId: v.media?.id ?? null,
+        text: v.text ?? null,
+        timestamp: msTime(entry.time, now),
+      });
+    }
   }
   return { items, skipped };
 }

@@ -7,7 +7,9 @@ import { receiveInbound } from '../../conversations/inbound.js';
 import { ApiError, invalid } from '../../http/errors.js';
 import { textFor } from '../../http/messages.es-AR.js';
 import { type RoutesFn, Uuid } from '../../http/schemas.js';
+import { newId } from '../../lib/ids.js';
 import { reportStatus } from '../../messages/status.js';
+import { receiveComment } from '../instagram/comments.js';
 
 /** A little clock skew is tolerated; a timestamp further ahead is a mistake of the caller. */
 const FUTURE_SKEW_MS = 60_000;
@@ -72,6 +74,21 @@ const SocialInboundBody = z.strictObject({
   text: z.string().trim().min(1).max(4096),
   mid: z.string().trim().min(1).max(200).optional().describe('Instagram message id (the same one twice is stored once)'),
   timestamp: InboundTimestamp.optional().describe('When the customer sent it: ISO 8601 or unix seconds (default now)'),
+});
+
+const SocialCommentBody = z.strictObject({
+  socialAccountId: Uuid.describe('The social account whose post is commented'),
+  userId: z.string().trim().min(1).max(200).describe("The commenter's Instagram-scoped user id"),
+  username: z.string().trim().min(1).max(200).optional().describe('The Instagram username'),
+  text: z.string().trim().min(1).max(2200),
+  commentId: z
+    .string()
+    .trim()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('Instagram comment id (the same one twice is handled once; default generated)'),
+  mediaId: z.string().trim().min(1).max(200).optional().describe('The commented post'),
 });
 
 const StatusBody = z.strictObject({
@@ -150,6 +167,45 @@ export const sandboxAdminRoutes: RoutesFn = (app, s) => {
         type: 'text',
         text: b.text,
         timestamp,
+      });
+      return reply.code(201).send(r);
+    },
+  );
+
+  app.post(
+    '/sandbox/social-comment',
+    {
+      schema: {
+        summary: 'A customer comments on a post of a social account (runs the real path: comment automations, private reply)',
+        tags: ['Sandbox'],
+        body: SocialCommentBody,
+        response: {
+          201: z.object({
+            duplicate: z.boolean(),
+            contactId: Uuid.nullable(),
+            conversationId: Uuid.nullable(),
+            executionId: Uuid.nullable().describe('The comment automation it started, if any'),
+          }),
+        },
+      },
+    },
+    async (req, reply) => {
+      const b = req.body;
+      const social = await s.db
+        .selectFrom('social_accounts')
+        .select(['id', 'account_id'])
+        .where('id', '=', b.socialAccountId)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      if (!social) throw new ApiError('social_account_not_found');
+      const r = await receiveComment(s, {
+        accountId: social.account_id,
+        socialAccountId: social.id,
+        userId: b.userId,
+        username: b.username ?? null,
+        commentId: b.commentId ?? `sbx-comment-${newId()}`,
+        mediaId: b.mediaId ?? null,
+        text: b.text,
       });
       return reply.code(201).send(r);
     },
