@@ -130,25 +130,36 @@ export async function createSocialAccount(s: Services, accountId: string, input:
 }
 
 /**
- * Connects or disconnects it, renames it, or names the AI agent that answers its conversations
- * (`agentId`; null: none) with the rules of PATCH …/phone-numbers.
+ * Connects or disconnects it, renames it, names the AI agent that answers its conversations
+ * (`agentId`; null: none) with the rules of PATCH …/phone-numbers, or replaces an Instagram
+ * account's secrets (a renewed access token: its conversations stay, as the account is the same).
  */
 export async function updateSocialAccount(
   s: Services,
   accountId: string,
   id: string,
-  patch: { status?: 'connected' | 'disconnected' | undefined; agentId?: string | null | undefined; name?: string | undefined },
+  patch: {
+    status?: 'connected' | 'disconnected' | undefined;
+    agentId?: string | null | undefined;
+    name?: string | undefined;
+    instagram?: { accessToken?: string | undefined; appSecret?: string | undefined; verifyToken?: string | undefined } | undefined;
+  },
 ): Promise<SocialAccountView> {
   const row = await s.db.transaction().execute(async (trx) => {
     const cur = await getSocialAccountRow(trx, accountId, id);
     if (patch.agentId) await assertAgent(trx, accountId, patch.agentId);
-    if (patch.status === undefined && patch.agentId === undefined && patch.name === undefined) return cur;
+    const ig = patch.instagram;
+    if (ig && cur.provider !== 'instagram') throw invalid(['instagram'], textFor('social_secrets_sandbox'));
+    if (patch.status === undefined && patch.agentId === undefined && patch.name === undefined && !ig) return cur;
     return trx
       .updateTable('social_accounts')
       .set({
         ...(patch.status !== undefined ? { status: patch.status } : {}),
         ...(patch.agentId !== undefined ? { agent_id: patch.agentId } : {}),
         ...(patch.name !== undefined ? { name: patch.name } : {}),
+        ...(ig?.accessToken !== undefined ? { access_token: ig.accessToken } : {}),
+        ...(ig?.appSecret !== undefined ? { app_secret: ig.appSecret } : {}),
+        ...(ig?.verifyToken !== undefined ? { verify_token: ig.verifyToken } : {}),
         updated_at: s.clock.now(),
       })
       .where('id', '=', cur.id)

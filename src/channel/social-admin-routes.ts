@@ -24,8 +24,18 @@ const CreateInput = z.strictObject({
   instagram: InstagramInput.optional().describe('Required with provider instagram'),
 });
 
+/** New secrets of a connected Instagram account (a renewed token); the account id does not change. */
+const InstagramSecrets = z
+  .strictObject({
+    accessToken: secret.optional().describe('A new Instagram access token (never returned)'),
+    appSecret: secret.optional().describe('A new app secret (never returned)'),
+    verifyToken: secret.optional().describe('A new webhook verify token (never returned)'),
+  })
+  .describe('Instagram secrets to replace (a renewed token); only on an instagram social account');
+
 const PatchInput = z.strictObject({
   name: Name.optional(),
+  instagram: InstagramSecrets.optional(),
   status: z.enum(['connected', 'disconnected']).optional(),
   agentId: Uuid.nullable()
     .optional()

@@ -181,6 +181,10 @@ export const catalogue = {
     status: 409,
     text: 'El contacto no te escribió por Instagram en las últimas 24 horas: Instagram no deja escribirle hasta que vuelva a escribir (no hay plantillas en Instagram).',
   },
+  social_secrets_sandbox: {
+    status: 400,
+    text: 'Una cuenta social del sandbox no tiene secretos de Instagram: sacá el campo instagram.',
+  },
   social_account_unavailable: {
     status: 409,
     text: 'Esta conversación de Instagram no tiene una cuenta social conectada (se desconectó, se borró o nunca tuvo una): conectá la cuenta para responder por Instagram.',

@@ -206,3 +206,28 @@ describe('"Comment … starts the matching comment automation with variables.com
     expect(r.body).toMatchObject({ duplicate: false, executionId: null });
   });
 });
+
+describe('PATCH …/social-accounts/{socialId} {instagram: {accessToken}}: a renewed token', () => {
+  it('the next reply goes out with the new token; the conversation stays the same; a sandbox social account refuses secrets (400)', async () => {
+    const { acc, igUserId, conversationId } = await instagramConversation();
+    const social = (await app.admin('GET', `/accounts/${acc.id}/social-accounts`)).body.data[0];
+    const renewed = `IGAA${randomBytes(24).toString('base64url')}`;
+    const patch = await app.admin('PATCH', `/accounts/${acc.id}/social-accounts/${social.id}`, { instagram: { accessToken: renewed } });
+    expect(patch.status, JSON.stringify(patch.body)).toBe(200);
+    expect(JSON.stringify(patch.body)).not.toContain(renewed);
+    ig.tokens.set(igUserId, renewed);
+    const before = ig.sends().length;
+    expect((await teamReply(acc, conversationId, { text: 'Con el token nuevo' })).status).toBe(201);
+    expect(
+      ig
+        .sends()
+        .slice(before)
+        .map((c) => c.token),
+    ).toEqual([renewed]);
+    const sandbox = await app.admin('POST', `/accounts/${acc.id}/social-accounts`, { name: 'Sandbox', provider: 'sandbox' });
+    const refused = await app.admin('PATCH', `/accounts/${acc.id}/social-accounts/${sandbox.body.id}`, {
+      instagram: { accessToken: renewed },
+    });
+    expect(refused.status).toBe(400);
+  });
+});
