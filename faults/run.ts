@@ -10,10 +10,13 @@
 // 7. AI agents (faults/agents-kill.ts): the model hanging, answering 500 or gone mid-conversation →
 //    every customer handed off within LLM_TIMEOUT_MS × 3 + 5 s; SIGKILL mid-turn → no reply sent
 //    twice, no customer message left unanswered.
+// 8. The Instagram receiver (faults/instagram-fuzz.ts): malformed payloads signed with a connected
+//    account's app secret, valid ones and unsigned/tampered ones → 0 × 5xx, valid 200, unsigned 401.
 // `FAULTS_ONLY=automations` (or any comma-separated list of the names in main) runs some only.
 // Each prints a one-line verdict with its numbers; docs/reliability.md records them.
 // PostgreSQL and Redis "go away" through a cuttable TCP proxy (faults/proxy.ts): to the server
 // that is exactly a restart (refused connects, cut sockets), and the machine's own servers stay up.
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import pg from 'pg';
 import { admin, benchAccount, call, freshDatabase, must, type Server, sleep, startServer, UNLIMITED } from '../bench/lib.js';
@@ -21,6 +24,7 @@ import { agentsKill, agentsModelDown } from './agents-kill.js';
 import { automationsKill } from './automations-kill.js';
 import { fuzzOpenApi } from './fuzz.js';
 import { hostileClients } from './hostile-clients.js';
+import { fuzzInstagram } from './instagram-fuzz.js';
 import { CuttableProxy } from './proxy.js';
 
 const PG_BASE = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -257,6 +261,44 @@ async function badInput() {
   }
 }
 
+/** An Instagram social account connected through the operator API (test/e2e/instagram-inbound.test.ts). */
+async function instagramAccount(url: string, accountId: string, igUserId: string) {
+  const instagram = { igUserId, accessToken: `IGAA${igUserId}`, appSecret: `secret-${igUserId}`, verifyToken: `vt-${igUserId}` };
+  await must(
+    admin(url, 'POST', `/accounts/${accountId}/social-accounts`, { name: 'Instagram', provider: 'instagram', instagram }),
+    201,
+    'social account',
+  );
+  return instagram;
+}
+
+async function instagramFuzz() {
+  const { db, env } = await setup('igfuzz');
+  const server = await startServer(env);
+  try {
+    const acc = await benchAccount(server.url, UNLIMITED, 'faults-igfuzz');
+    const other = await benchAccount(server.url, UNLIMITED, 'faults-igfuzz-other');
+    const ig = await instagramAccount(server.url, acc.id, '17841400000000001');
+    const ig2 = await instagramAccount(server.url, other.id, '17841400000000002');
+    const r = await fuzzInstagram(server.url, ig, ig2, Number(process.env.IG_FUZZ_REQUESTS ?? 4000));
+    const c = new pg.Client({ connectionString: env.DATABASE_URL });
+    await c.connect();
+    const stored = Number((await c.query('SELECT count(*) AS n FROM messages WHERE wamid = ANY($1)', [[...r.acknowledgedMids]])).rows[0].n);
+    await c.end();
+    const alive = server.proc.exitCode === null && (await call(server.url, 'GET', '/healthz')).status === 200;
+    // IG_FUZZ_DUMP=file.json keeps every payload answered 5xx (exact body and signature) to replay it.
+    if (process.env.IG_FUZZ_DUMP) writeFileSync(process.env.IG_FUZZ_DUMP, JSON.stringify(r.failures, null, 2));
+    const s = (n: number) => r.byStatus[n] ?? 0;
+    verdict(
+      r.fiveXX === 0 && r.wrong === 0 && alive && stored === r.acknowledgedMids.size && r.total >= 1_000,
+      `Instagram receiver fuzzed: ${r.total} POSTs (${r.byKind.malformed} malformed and signed with the account's app secret, ${r.byKind.valid} valid, ${r.byKind.unsigned} unsigned or tampered), ${r.fiveXX} answered 5xx, ${r.wrong} valid not 200 or unsigned not 401${r.samples.length ? ` (${r.samples.join('; ')})` : ''}; 200 ×${s(200)}, 400 ×${s(400)}, 401 ×${s(401)}, status mix ${JSON.stringify(r.byStatus)}; ${stored}/${r.acknowledgedMids.size} acknowledged direct messages stored; process ${alive ? 'alive' : 'DEAD'}`,
+    );
+  } finally {
+    await server.stop();
+    await db.drop();
+  }
+}
+
 async function hostile() {
   const { db, env } = await setup('hostile');
   const server = await startServer(env);
@@ -304,6 +346,7 @@ async function main() {
     ['postgres', postgresDown],
     ['redis', redisDown],
     ['fuzz', badInput],
+    ['instagram-fuzz', instagramFuzz],
     ['hostile', hostile],
     ['automations', automations],
     ['agents', agents],
