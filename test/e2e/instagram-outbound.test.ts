@@ -7,19 +7,23 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { automationsOf } from '../automations.js';
 import { type FakeInstagram, igErrors, startFakeInstagram } from '../fakes/instagram.js';
+import { type FakeLlm, startFakeLlm } from '../fakes/llm.js';
 import { startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 let app: TestApp;
 let ig: FakeInstagram;
+let llm: FakeLlm;
 const { createFlow, runDue } = automationsOf(() => app);
 
 beforeAll(async () => {
   ig = await startFakeInstagram();
-  app = await startTestApp({ env: { INSTAGRAM_API_URL: ig.url } });
+  llm = await startFakeLlm();
+  app = await startTestApp({ env: { INSTAGRAM_API_URL: ig.url, LLM_BASE_URL: llm.url, LLM_MODEL: 'llama3.1' } });
 });
 afterAll(async () => {
   await app?.close();
   await ig?.close();
+  await llm?.close();
 });
 
 const digits = (n: number) => Array.from(randomBytes(n), (b) => String(b % 10)).join('');
@@ -229,5 +233,30 @@ describe('PATCH …/social-accounts/{socialId} {instagram: {accessToken}}: a ren
       instagram: { accessToken: renewed },
     });
     expect(refused.status).toBe(400);
+  });
+});
+
+describe('"an agent can be assigned per social account": its replies go out through Instagram', () => {
+  it("the social account's agent answers a direct message with a reply that reaches the fake Graph", async () => {
+    const { acc, customer } = await instagramConversation();
+    const agent = await app.admin('POST', `/accounts/${acc.id}/agents`, { name: 'Ventas', status: 'active', instructions: 'Vendé yerba.' });
+    expect(agent.status, JSON.stringify(agent.body)).toBe(201);
+    const social = (await app.admin('GET', `/accounts/${acc.id}/social-accounts`)).body.data[0];
+    expect((await app.admin('PATCH', `/accounts/${acc.id}/social-accounts/${social.id}`, { agentId: agent.body.id })).status).toBe(200);
+    llm.toolCalls([{ name: 'reply', args: { text: '¡Hola! Tenemos Amanda y Playadito.' } }]);
+    const before = ig.sends().length;
+    const r = await app.admin('POST', '/sandbox/social-inbound', {
+      socialAccountId: social.id,
+      userId: customer,
+      text: '¿Qué yerbas tienen?',
+    });
+    expect(r.status).toBe(201);
+    await app.admin('POST', '/jobs/agents/run');
+    expect(
+      ig
+        .sends()
+        .slice(before)
+        .map((c) => c.body),
+    ).toEqual([{ recipient: { id: customer }, message: { text: '¡Hola! Tenemos Amanda y Playadito.' } }]);
   });
 });

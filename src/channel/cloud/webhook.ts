@@ -55,6 +55,16 @@ export interface ParseResult {
 }
 
 // Field shapes: anything else reads as absent (`catch`), never as a failure of the whole object.
+/** The first instant the database cannot keep as a timestamp: a time from a payload at or past it is malformed. */
+export const MAX_TIME_MS = Date.UTC(10000, 0, 1);
+
+/** Ids Meta gives (wamids, mids, user ids) are short; a longer one is malformed (it would not fit an index). */
+export const MAX_ID_LENGTH = 512;
+
+/** A value for a log line: strings as they are (cut), anything else by its type (never serialised: it may nest deep). */
+export const describeValue = (v: unknown): string =>
+  typeof v === 'string' ? v.slice(0, 100) : Array.isArray(v) ? 'an array' : v === null ? 'null' : typeof v;
+
 /**
  * A non-empty string; Meta sends some ids as numbers. Every text we keep from Meta passes here: a
  * customer's text is theirs to keep even when PostgreSQL cannot store it as sent, so NUL is
@@ -64,6 +74,13 @@ const Str = z
   .union([z.string(), z.number().transform(String)])
   .transform(storableText)
   .pipe(z.string().min(1))
+  .optional()
+  .catch(undefined);
+/** An id Meta gives (a wamid, a phone's wa_id): a longer one than any real id reads as absent. */
+const Id = z
+  .union([z.string(), z.number().transform(String)])
+  .transform(storableText)
+  .pipe(z.string().min(1).max(MAX_ID_LENGTH))
   .optional()
   .catch(undefined);
 /** A list we walk element by element (each element is parsed on its own). */
@@ -98,8 +115,8 @@ const ContactCard = z.looseObject({
 const CardPhone = z.looseObject({ phone: Str, wa_id: Str });
 
 const Message = z.looseObject({
-  id: Str,
-  from: Str,
+  id: Id,
+  from: Id,
   type: Str,
   timestamp: z.unknown().optional(),
   contacts: List,
@@ -107,18 +124,18 @@ const Message = z.looseObject({
 });
 type Message = z.infer<typeof Message>;
 
-const Status = z.looseObject({ id: Str, status: Str, timestamp: z.unknown().optional(), errors: List });
+const Status = z.looseObject({ id: Id, status: Str, timestamp: z.unknown().optional(), errors: List });
 const StatusError = z.looseObject({
   code: z
     .union([z.number(), z.string().regex(/^\d+$/).transform(Number)])
     .optional()
     .catch(undefined),
 });
-const Profile = z.looseObject({ wa_id: Str, profile: loose({ name: Str }) });
+const Profile = z.looseObject({ wa_id: Id, profile: loose({ name: Str }) });
 
 const Value = z.looseObject({
   messaging_product: z.unknown().optional(),
-  metadata: loose({ phone_number_id: Str }),
+  metadata: loose({ phone_number_id: Id }),
   contacts: List,
   messages: List,
   statuses: List,
@@ -165,7 +182,7 @@ export function templateStatusFrom(event: unknown): TemplateStatus | 'DELETED' |
 /** Unix seconds (as Meta sends them, in a string) → Date; `fallback` when absent or malformed. */
 function unixTime(v: unknown, fallback: Date): Date {
   const n = typeof v === 'string' ? Number(v) : typeof v === 'number' ? v : Number.NaN;
-  return Number.isFinite(n) && n > 0 ? new Date(n * 1000) : fallback;
+  return Number.isFinite(n) && n > 0 && n * 1000 < MAX_TIME_MS ? new Date(n * 1000) : fallback;
 }
 
 /** Each element of a list that has the shape; `onBad` hears of the others. */
@@ -316,7 +333,7 @@ export function parseWebhook(payload: unknown, now: Date): ParseResult {
   const root = Root.safeParse(payload);
   if (!root.success) return { items, skipped: ['payload is not an object'] };
   const { object } = root.data;
-  if (object !== undefined && object !== 'whatsapp_business_account') skipped.push(`object ${String(object)}`);
+  if (object !== undefined && object !== 'whatsapp_business_account') skipped.push(`object ${describeValue(object)}`);
   for (const entry of each(root.data.entry, Entry)) {
     const wabaId = entry.id ?? '';
     for (const change of each(entry.changes, Change)) {

@@ -4,6 +4,7 @@
 // malformed part is skipped (named in `skipped` for the logs) while the rest is processed. Pure.
 import { z } from 'zod';
 import { storableText } from '../../http/storable.js';
+import { describeValue, MAX_ID_LENGTH, MAX_TIME_MS } from '../cloud/webhook.js';
 
 /** A customer's direct message, ready for receiveInbound once the social account is resolved. */
 export interface ParsedDirectMessage {
@@ -54,6 +55,16 @@ const Str = z
   .pipe(z.string().min(1))
   .optional()
   .catch(undefined);
+/**
+ * An id Meta gives (user, account, message, comment): short in practice; a longer one reads as
+ * absent (the part is skipped), so it never reaches an index that cannot hold it.
+ */
+const Id = z
+  .union([z.string(), z.number().transform(String)])
+  .transform(storableText)
+  .pipe(z.string().min(1).max(MAX_ID_LENGTH))
+  .optional()
+  .catch(undefined);
 const List = z.array(z.unknown()).catch([]);
 const Bool = z.boolean().optional().catch(undefined);
 const loose = <T extends z.core.$ZodLooseShape>(shape: T) =>
@@ -62,23 +73,23 @@ const loose = <T extends z.core.$ZodLooseShape>(shape: T) =>
     .optional()
     .catch(() => undefined);
 
-const Party = loose({ id: Str });
+const Party = loose({ id: Id });
 const Attachment = z.looseObject({ type: Str });
-const Message = loose({ mid: Str, text: Str, is_echo: Bool, is_deleted: Bool, is_unsupported: Bool, attachments: List });
+const Message = loose({ mid: Id, text: Str, is_echo: Bool, is_deleted: Bool, is_unsupported: Bool, attachments: List });
 const Messaging = z.looseObject({
   sender: Party,
   recipient: Party,
   timestamp: z.unknown().optional(),
   message: Message,
-  read: loose({ mid: Str, watermark: z.unknown().optional() }),
+  read: loose({ mid: Id, watermark: z.unknown().optional() }),
   reaction: z.unknown().optional(),
   postback: z.unknown().optional(),
 });
 const Change = z.looseObject({
   field: Str,
-  value: loose({ id: Str, text: Str, from: loose({ id: Str, username: Str }), media: loose({ id: Str }) }),
+  value: loose({ id: Id, text: Str, from: loose({ id: Id, username: Str }), media: loose({ id: Id }) }),
 });
-const Entry = z.looseObject({ id: Str, time: z.unknown().optional(), messaging: List, changes: List });
+const Entry = z.looseObject({ id: Id, time: z.unknown().optional(), messaging: List, changes: List });
 const Root = z.looseObject({ object: z.unknown().optional(), entry: List });
 
 /** Instagram attachment types → our message types (api.md: image, video, audio, document, …). */
@@ -93,11 +104,15 @@ const ATTACHMENT_TYPES: Readonly<Record<string, string>> = {
   share: 'share',
 };
 
-/** Milliseconds (Instagram's form; seconds tolerated) → Date; `fallback` when absent or malformed. */
+/**
+ * Milliseconds (Instagram's form; seconds tolerated) → Date; `fallback` when absent, malformed or
+ * outside the dates the database keeps (year 10000 and on).
+ */
 function msTime(v: unknown, fallback: Date): Date {
   const n = typeof v === 'string' ? Number(v) : typeof v === 'number' ? v : Number.NaN;
   if (!Number.isFinite(n) || n <= 0) return fallback;
-  return new Date(n < 1e11 ? n * 1000 : n);
+  const ms = n < 1e11 ? n * 1000 : n;
+  return ms < MAX_TIME_MS ? new Date(ms) : fallback;
 }
 
 function each<T extends z.ZodType>(list: unknown[], schema: T, onBad?: () => void): z.infer<T>[] {
@@ -146,7 +161,7 @@ export function parseInstagramWebhook(payload: unknown, now: Date): InstagramPar
   const root = Root.safeParse(payload);
   if (!root.success) return { items, skipped: ['payload is not an object'] };
   const { object } = root.data;
-  if (object !== undefined && object !== 'instagram') skipped.push(`object ${String(object)}`);
+  if (object !== undefined && object !== 'instagram') skipped.push(`object ${describeValue(object)}`);
   for (const entry of each(root.data.entry, Entry, () => skipped.push('malformed entry'))) {
     for (const ev of each(entry.messaging, Messaging, () => skipped.push('malformed messaging event')))
       parseMessaging(entry.id, ev, now, items, skipped);
