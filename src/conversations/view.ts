@@ -83,9 +83,9 @@ export const ConversationMessage = MessageRecord.extend({
     .enum(['contact', ...OUTBOUND_FROM])
     .describe('Who wrote it: `contact` (inbound), or the outbound source: api, campaign, automation, agent, team'),
   by: z
-    .object({ id: z.string().nullable(), name: z.string() })
+    .object({ type: z.literal('ai_app').optional(), id: z.string().nullable(), name: z.string() })
     .nullable()
-    .describe('Team replies: the team member who wrote it; null otherwise'),
+    .describe('Team replies: the team member who wrote it; an AI app\'s sends (MCP): {type: "ai_app", id, name}; null otherwise'),
 }).describe('ConversationMessage');
 export type ConversationMessage = z.infer<typeof ConversationMessage>;
 
@@ -100,9 +100,12 @@ export function conversationMessageView(m: MessageRow): ConversationMessage {
   const inbound = m.direction === 'inbound';
   const source = (OUTBOUND_FROM as readonly string[]).includes(m.source) ? (m.source as (typeof OUTBOUND_FROM)[number]) : 'api';
   const sentBy = m.sent_by as { id?: unknown; name?: unknown } | null;
-  const by =
-    !inbound && m.source === 'team' && sentBy && typeof sentBy.name === 'string'
+  const who =
+    !inbound && sentBy && typeof sentBy.name === 'string'
       ? { id: typeof sentBy.id === 'string' ? sentBy.id : null, name: sentBy.name }
       : null;
+  // A team member's reply, or what an AI app sent through MCP (its `{type: "ai_app", id, name}`).
+  const app = (sentBy as { type?: unknown } | null)?.type === 'ai_app';
+  const by = who && (m.source === 'team' || app) ? (app ? { type: 'ai_app' as const, ...who } : who) : null;
   return { ...messageView(m), from: inbound ? 'contact' : source, by };
 }

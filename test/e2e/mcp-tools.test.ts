@@ -224,6 +224,11 @@ describe('results equal to REST ("every result carries structuredContent (the sa
     const text = ok(await mcp.call('send_message', { to: d.phone, text: 'Hola Ana, te paso los precios.' }));
     expect(text).toMatchObject({ status: 'sent', direction: 'outbound', type: 'text', text: 'Hola Ana, te paso los precios.' });
     expect(text).toEqual(await rest(d.acc, 'GET', `/messages/${text.id}`));
+    // In its conversation the message says which app sent it.
+    const inConversation = (await rest(d.acc, 'GET', `/conversations/${text.conversationId}/messages?limit=100`)).data.find(
+      (m: any) => m.id === text.id,
+    );
+    expect(inConversation).toMatchObject({ from: 'api', by: { type: 'ai_app', id: expect.any(String), name: expect.any(String) } });
     const byTemplate = ok(
       await mcp.call('send_message', { to: created.phone, template: { id: d.template.id, variables: { nombre: 'Beto' } } }),
     );
