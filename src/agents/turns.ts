@@ -274,6 +274,7 @@ async function reply(x: Ctx, turn: TurnRow, i: number, text: string): Promise<bo
     // On the conversation's own channel: WhatsApp from its number, or Instagram (messages/send.ts).
     await sendInConversation(x.s, account, {
       conversationId: row.conversation_id,
+      known: { phoneNumberId: row.phone_number_id, phone: x.c.contact.phone },
       text,
       origin: {
         source: 'agent',

@@ -313,6 +313,7 @@ async function sendFor(
     const commentId = c.row.reply_comment_id;
     const m = await sendInConversation(c.s, c.account, {
       conversationId: c.row.conversation_id,
+      known: { phoneNumberId: c.row.phone_number_id, phone: c.contact.phone },
       commentId,
       ...('text' in what
         ? { text: renderText(what.text, ctx) }

@@ -273,6 +273,12 @@ export interface ConversationSend {
    * is out, the conversation is open.
    */
   commentId?: string | null | undefined;
+  /**
+   * What the caller already read (an execution, an agent's stretch): the conversation's number
+   * (null: not a WhatsApp conversation) and its contact's phone. A WhatsApp send then reads
+   * nothing more before sendMessage.
+   */
+  known?: { phoneNumberId: string | null; phone: string | null };
 }
 
 /**
@@ -282,9 +288,13 @@ export interface ConversationSend {
  * 24-hour window, the same record of who answered, and no templates (Instagram has none).
  */
 export async function sendInConversation(s: Services, account: AccountRow, input: ConversationSend): Promise<MessageRecord> {
+  const content = input.text !== undefined ? { text: input.text } : input.template ? { template: input.template } : {};
+  const known = input.known;
+  if (known?.phoneNumberId && known.phone) {
+    return sendMessage(s, account, { to: known.phone, phoneNumberId: known.phoneNumberId, ...content, origin: input.origin });
+  }
   const conversation = await getConversationRow(s.db, account.id, input.conversationId);
   const contact = await getContact(s.db, account.id, conversation.contact_id);
-  const content = input.text !== undefined ? { text: input.text } : input.template ? { template: input.template } : {};
   if (conversation.channel === 'whatsapp') {
     if (!contact.phone || !conversation.phone_number_id) throw new ApiError('conversation_no_phone');
     return sendMessage(s, account, { to: contact.phone, phoneNumberId: conversation.phone_number_id, ...content, origin: input.origin });
