@@ -13,6 +13,7 @@ import { AgentRunner } from './agents/runner.js';
 import { buildApp } from './app.js';
 import { AutomationRunner } from './automations/runner.js';
 import { CloudProvider } from './channel/cloud/provider.js';
+import { closeInstagramSend } from './channel/instagram/send.js';
 import { Channels } from './channel/registry.js';
 import { SandboxProvider } from './channel/sandbox/provider.js';
 import { stopClassifier } from './classification/queue.js';
@@ -196,6 +197,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       await agents.stop();
       await dispatcher.stop();
       await channels.close();
+      await closeInstagramSend();
       await services.usage.close();
       await services.limiter.close();
       await database.close();

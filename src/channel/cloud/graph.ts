@@ -1,7 +1,7 @@
 // A small client of Meta's Graph API (the WhatsApp Cloud API): one pooled undici agent, connect
 // and total timeouts, redirects not followed (undici's default), no retries (POST /messages is not idempotent: api.md §7).
 // The access token travels only in the Authorization header and is never logged.
-import { Agent, request } from 'undici';
+import { Agent, type Dispatcher, request } from 'undici';
 
 /** The error object Graph answers with (`{error: {message, type, code, error_subcode, error_data, fbtrace_id}}`). */
 export interface GraphErrorBody {
@@ -87,23 +87,7 @@ export class GraphClient {
     } catch (err) {
       throw new GraphNetworkError(isTimeout(err), err);
     }
-    let text: string;
-    try {
-      text = await res.body.text();
-    } catch (err) {
-      throw new GraphNetworkError(isTimeout(err), err);
-    }
-    let json: unknown = null;
-    try {
-      json = text ? JSON.parse(text) : null;
-    } catch {
-      json = null;
-    }
-    if (res.statusCode < 200 || res.statusCode >= 300) {
-      const e = json && typeof json === 'object' && 'error' in json ? (json as { error: unknown }).error : null;
-      throw new GraphApiError(res.statusCode, e && typeof e === 'object' ? (e as GraphErrorBody) : null);
-    }
-    return json as T;
+    return (await graphAnswer(res)) as T;
   }
 
   async close(): Promise<void> {
@@ -111,7 +95,32 @@ export class GraphClient {
   }
 }
 
-function isTimeout(err: unknown): boolean {
+/**
+ * A Graph answer (WhatsApp Cloud API, Instagram): its JSON (null when empty or not JSON); a non-2xx
+ * throws GraphApiError with Meta's error object, a body that does not arrive GraphNetworkError.
+ */
+export async function graphAnswer(res: Dispatcher.ResponseData<unknown>): Promise<unknown> {
+  let text: string;
+  try {
+    text = await res.body.text();
+  } catch (err) {
+    throw new GraphNetworkError(isTimeout(err), err);
+  }
+  let json: unknown = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  if (res.statusCode < 200 || res.statusCode >= 300) {
+    const e = json && typeof json === 'object' && 'error' in json ? (json as { error: unknown }).error : null;
+    throw new GraphApiError(res.statusCode, e && typeof e === 'object' ? (e as GraphErrorBody) : null);
+  }
+  return json;
+}
+
+/** A timeout (connect, headers, body or the whole request's), as opposed to another network failure. */
+export function isTimeout(err: unknown): boolean {
   const e = err as { name?: string; code?: string } | null;
   return (
     e?.name === 'TimeoutError' ||

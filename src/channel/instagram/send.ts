@@ -6,7 +6,7 @@
 // retries (a timed-out send may have left). The token travels only in the Authorization header.
 import { Agent, request } from 'undici';
 import { instagramReason } from '../../http/messages.es-AR.js';
-import { GraphApiError, type GraphErrorBody, GraphNetworkError } from '../cloud/graph.js';
+import { GraphNetworkError, graphAnswer, isTimeout } from '../cloud/graph.js';
 import { ProviderError } from '../types.js';
 import { instagramErrorFrom } from './errors.js';
 
@@ -65,7 +65,6 @@ async function post(opts: InstagramSendOptions, body: unknown): Promise<unknown>
   agent ??= new Agent({ connect: { timeout: CONNECT_TIMEOUT_MS } });
   const url = `${opts.baseUrl.replace(/\/+$/, '')}/${encodeURIComponent(opts.igUserId)}/messages`;
   let res: Awaited<ReturnType<typeof request>>;
-  let raw: string;
   try {
     res = await request(url, {
       method: 'POST',
@@ -76,30 +75,8 @@ async function post(opts: InstagramSendOptions, body: unknown): Promise<unknown>
       bodyTimeout: timeoutMs,
       signal: AbortSignal.timeout(timeoutMs),
     });
-    raw = await res.body.text();
   } catch (err) {
     throw new GraphNetworkError(isTimeout(err), err);
   }
-  let json: unknown = null;
-  try {
-    json = raw ? JSON.parse(raw) : null;
-  } catch {
-    json = null;
-  }
-  if (res.statusCode < 200 || res.statusCode >= 300) {
-    const e = json && typeof json === 'object' && 'error' in json ? (json as { error: unknown }).error : null;
-    throw new GraphApiError(res.statusCode, e && typeof e === 'object' ? (e as GraphErrorBody) : null);
-  }
-  return json;
-}
-
-function isTimeout(err: unknown): boolean {
-  const e = err as { name?: string; code?: string } | null;
-  return (
-    e?.name === 'TimeoutError' ||
-    e?.name === 'AbortError' ||
-    e?.code === 'UND_ERR_CONNECT_TIMEOUT' ||
-    e?.code === 'UND_ERR_HEADERS_TIMEOUT' ||
-    e?.code === 'UND_ERR_BODY_TIMEOUT'
-  );
+  return graphAnswer(res);
 }
