@@ -5,8 +5,8 @@
 
 import { z } from 'zod';
 import { isOptOutButton } from '../../contacts/opt-out.js';
-import { storableText } from '../../http/storable.js';
 import type { DeliveryStatus } from '../../messages/status.js';
+import { describeValue, each, Id, List, loose, MAX_TIME_MS, Str } from '../meta-json.js';
 
 /** A customer message, ready for receiveInbound once the number is resolved. */
 export interface ParsedMessage {
@@ -53,43 +53,6 @@ export interface ParseResult {
   /** Things we saw and did not turn into work (unknown fields, malformed entries): for logs. */
   skipped: string[];
 }
-
-// Field shapes: anything else reads as absent (`catch`), never as a failure of the whole object.
-/** The first instant the database cannot keep as a timestamp: a time from a payload at or past it is malformed. */
-export const MAX_TIME_MS = Date.UTC(10000, 0, 1);
-
-/** Ids Meta gives (wamids, mids, user ids) are short; a longer one is malformed (it would not fit an index). */
-export const MAX_ID_LENGTH = 512;
-
-/** A value for a log line: strings as they are (cut), anything else by its type (never serialised: it may nest deep). */
-export const describeValue = (v: unknown): string =>
-  typeof v === 'string' ? v.slice(0, 100) : Array.isArray(v) ? 'an array' : v === null ? 'null' : typeof v;
-
-/**
- * A non-empty string; Meta sends some ids as numbers. Every text we keep from Meta passes here: a
- * customer's text is theirs to keep even when PostgreSQL cannot store it as sent, so NUL is
- * dropped and a lone surrogate becomes U+FFFD.
- */
-const Str = z
-  .union([z.string(), z.number().transform(String)])
-  .transform(storableText)
-  .pipe(z.string().min(1))
-  .optional()
-  .catch(undefined);
-/** An id Meta gives (a wamid, a phone's wa_id): a longer one than any real id reads as absent. */
-const Id = z
-  .union([z.string(), z.number().transform(String)])
-  .transform(storableText)
-  .pipe(z.string().min(1).max(MAX_ID_LENGTH))
-  .optional()
-  .catch(undefined);
-/** A list we walk element by element (each element is parsed on its own). */
-const List = z.array(z.unknown()).catch([]);
-const loose = <T extends z.core.$ZodLooseShape>(shape: T) =>
-  z
-    .looseObject(shape)
-    .optional()
-    .catch(() => undefined);
 
 const Reply = loose({ id: Str, title: Str });
 /** The type-named part of a message (`text`, `image`, `location`, `interactive`, …): the fields we read. */
@@ -183,17 +146,6 @@ export function templateStatusFrom(event: unknown): TemplateStatus | 'DELETED' |
 function unixTime(v: unknown, fallback: Date): Date {
   const n = typeof v === 'string' ? Number(v) : typeof v === 'number' ? v : Number.NaN;
   return Number.isFinite(n) && n > 0 && n * 1000 < MAX_TIME_MS ? new Date(n * 1000) : fallback;
-}
-
-/** Each element of a list that has the shape; `onBad` hears of the others. */
-function each<T extends z.ZodType>(list: unknown[], schema: T, onBad?: (raw: unknown) => void): z.infer<T>[] {
-  const out: z.infer<T>[] = [];
-  for (const raw of list) {
-    const r = schema.safeParse(raw);
-    if (r.success) out.push(r.data);
-    else onBad?.(raw);
-  }
-  return out;
 }
 
 function contactsText(cards: unknown[]): string | null {

@@ -3,8 +3,7 @@
 // (../cloud/webhook.ts): unknown keys pass, a field of another shape reads as absent, and a
 // malformed part is skipped (named in `skipped` for the logs) while the rest is processed. Pure.
 import { z } from 'zod';
-import { storableText } from '../../http/storable.js';
-import { describeValue, MAX_ID_LENGTH, MAX_TIME_MS } from '../cloud/webhook.js';
+import { Bool, describeValue, each, Id, List, loose, MAX_TIME_MS, Str } from '../meta-json.js';
 
 /** A customer's direct message, ready for receiveInbound once the social account is resolved. */
 export interface ParsedDirectMessage {
@@ -49,30 +48,6 @@ export interface InstagramParseResult {
   skipped: string[];
 }
 
-const Str = z
-  .union([z.string(), z.number().transform(String)])
-  .transform(storableText)
-  .pipe(z.string().min(1))
-  .optional()
-  .catch(undefined);
-/**
- * An id Meta gives (user, account, message, comment): short in practice; a longer one reads as
- * absent (the part is skipped), so it never reaches an index that cannot hold it.
- */
-const Id = z
-  .union([z.string(), z.number().transform(String)])
-  .transform(storableText)
-  .pipe(z.string().min(1).max(MAX_ID_LENGTH))
-  .optional()
-  .catch(undefined);
-const List = z.array(z.unknown()).catch([]);
-const Bool = z.boolean().optional().catch(undefined);
-const loose = <T extends z.core.$ZodLooseShape>(shape: T) =>
-  z
-    .looseObject(shape)
-    .optional()
-    .catch(() => undefined);
-
 const Party = loose({ id: Id });
 const Attachment = z.looseObject({ type: Str });
 const Message = loose({ mid: Id, text: Str, is_echo: Bool, is_deleted: Bool, is_unsupported: Bool, attachments: List });
@@ -113,16 +88,6 @@ function msTime(v: unknown, fallback: Date): Date {
   if (!Number.isFinite(n) || n <= 0) return fallback;
   const ms = n < 1e11 ? n * 1000 : n;
   return ms < MAX_TIME_MS ? new Date(ms) : fallback;
-}
-
-function each<T extends z.ZodType>(list: unknown[], schema: T, onBad?: () => void): z.infer<T>[] {
-  const out: z.infer<T>[] = [];
-  for (const raw of list) {
-    const r = schema.safeParse(raw);
-    if (r.success) out.push(r.data);
-    else onBad?.();
-  }
-  return out;
 }
 
 type MessagingEvent = z.infer<typeof Messaging>;
