@@ -84,6 +84,13 @@ export async function getSocialAccountRow(db: Executor, accountId: string, id: s
   return row;
 }
 
+/** A social account of any account, not deleted (the sandbox names one directly), or 404. */
+export async function getLiveSocialAccount(db: Executor, id: string): Promise<SocialAccountRow> {
+  const row = await live(db).where('id', '=', id).executeTakeFirst();
+  if (!row) throw new ApiError('social_account_not_found');
+  return row;
+}
+
 /** The agent named by `agentId`: the account's and not deleted (a paused one may be named). */
 async function assertAgent(trx: Executor, accountId: string, agentId: string): Promise<void> {
   const agent = await trx

@@ -12,12 +12,13 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { automationForInbound } from '../automations/triggers.js';
 import { lockOpenCase, openCaseForInbound, stillOpenAt } from '../cases/open.js';
+import { getSocialAccountRow } from '../channel/social-accounts.js';
 import { queueClassification, wakeClassifier } from '../classification/queue.js';
 import { isOptOutPhrase } from '../contacts/opt-out.js';
 import { contactForInbound, contactView, fillProfileName, fillSocialUsername, markOptedOut } from '../contacts/service.js';
 import type { Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
-import type { ContactRow, PhoneNumberRow, SocialAccountRow } from '../db/types.js';
+import type { ContactRow, PhoneNumberRow } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
 import { canonicalPhone } from '../lib/phone.js';
 import { insertInboundMessage } from '../messages/service.js';
@@ -101,19 +102,6 @@ async function receivingNumber(trx: Trx, accountId: string, phoneNumberId: strin
   return n ?? null;
 }
 
-/** The social account that received it: the account's, not deleted. */
-async function receivingSocialAccount(trx: Trx, accountId: string, id: string): Promise<SocialAccountRow> {
-  const row = await trx
-    .selectFrom('social_accounts')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  if (!row) throw new ApiError('social_account_not_found');
-  return row;
-}
-
 async function existingByWamid(db: Services['db'] | Trx, accountId: string, wamid: string): Promise<InboundResult | null> {
   const m = await db
     .selectFrom('messages')
@@ -167,7 +155,7 @@ async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<Stored> {
   const { input, social, wamid } = p;
   // The social channel: the social account that received it (and no number); without one (the
   // sandbox's account-less social inbound), the number named, if any.
-  const socialAccount = social && input.socialAccountId ? await receivingSocialAccount(trx, input.accountId, input.socialAccountId) : null;
+  const socialAccount = social && input.socialAccountId ? await getSocialAccountRow(trx, input.accountId, input.socialAccountId) : null;
   const number = socialAccount ? null : await receivingNumber(trx, input.accountId, input.phoneNumberId);
   if (!number && !social) throw new ApiError('no_connected_number');
 

@@ -4,12 +4,13 @@
 import { z } from 'zod';
 import { getAccount } from '../../accounts/service.js';
 import { receiveInbound } from '../../conversations/inbound.js';
-import { ApiError, invalid } from '../../http/errors.js';
+import { invalid } from '../../http/errors.js';
 import { textFor } from '../../http/messages.es-AR.js';
 import { type RoutesFn, Uuid } from '../../http/schemas.js';
 import { newId } from '../../lib/ids.js';
 import { reportStatus } from '../../messages/status.js';
 import { receiveComment } from '../instagram/comments.js';
+import { getLiveSocialAccount } from '../social-accounts.js';
 
 /** A little clock skew is tolerated; a timestamp further ahead is a mistake of the caller. */
 const FUTURE_SKEW_MS = 60_000;
@@ -147,13 +148,7 @@ export const sandboxAdminRoutes: RoutesFn = (app, s) => {
     },
     async (req, reply) => {
       const b = req.body;
-      const social = await s.db
-        .selectFrom('social_accounts')
-        .select(['id', 'account_id'])
-        .where('id', '=', b.socialAccountId)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      if (!social) throw new ApiError('social_account_not_found');
+      const social = await getLiveSocialAccount(s.db, b.socialAccountId);
       const now = s.clock.now();
       const timestamp = b.timestamp ? new Date(b.timestamp) : now;
       if (timestamp.getTime() > now.getTime() + FUTURE_SKEW_MS) throw invalid(['timestamp'], textFor('timestamp_future'));
@@ -191,13 +186,7 @@ export const sandboxAdminRoutes: RoutesFn = (app, s) => {
     },
     async (req, reply) => {
       const b = req.body;
-      const social = await s.db
-        .selectFrom('social_accounts')
-        .select(['id', 'account_id'])
-        .where('id', '=', b.socialAccountId)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      if (!social) throw new ApiError('social_account_not_found');
+      const social = await getLiveSocialAccount(s.db, b.socialAccountId);
       const r = await receiveComment(s, {
         accountId: social.account_id,
         socialAccountId: social.id,
