@@ -1,19 +1,9 @@
-// Reviews of advanced agents (spec agents.md "Review (advanced agents)": "When a stretch of an
-// agent with `review` ends, one model call with a JSON-schema response reviews it, then
-// `agent.conversation_reviewed` {agentId, agentVersion, conversationId, contactId, endedBy,
-// summary, criteria: [{name, result, score}], extracted} … Once per stretch; again on rerun.
-// Reviews are stored and listed."), driven through the real engine: an active agent with `review`
-// answers a number's conversations, the customer writes through the sandbox, the fake model ends
-// the stretch with a tool call, and the jobs `agents` and `agent-reviews` run what is due.
-import type { FastifyBaseLogger } from 'fastify';
-import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { createLlmClient } from '../../src/llm/client.js';
 import type { LlmClient } from '../../src/llm/types.js';
 import { writes } from '../automations.js';
 import { type FakeLlm, type FakeLlmAnswer, type FakeLlmRequest, startFakeLlm } from '../fakes/llm.js';
-import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
+import { freshPhone, type TestAccount, type TestApp } from '../harness.js';
+import { startAppWithModel } from '../model-app.js';
 
 let llm: FakeLlm;
 let app: TestApp;
@@ -27,12 +17,8 @@ const reviewRequests = () => llm.requests.filter(isReview);
 
 beforeAll(async () => {
   llm = await startFakeLlm();
-  app = await startTestApp({ env: { LLM_BASE_URL: llm.url, LLM_MODEL: 'llama3.1' } });
-  // The same client with short waits between its three tries (the default is 1 s then 4 s).
-  client = createLlmClient(loadConfig(app.env), pino({ level: 'silent' }) as unknown as FastifyBaseLogger, {
-    retryDelaysMs: [1, 1],
-  }) as LlmClient;
-  app.rt.services.llm = client;
+  app = await startAppWithModel(llm);
+  client = app.rt.services.llm as LlmClient;
   // A turn with nothing scripted answers nothing; a review with nothing scripted, an empty review.
   llm.otherwise = (req) =>
     isReview(req)

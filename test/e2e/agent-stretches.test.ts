@@ -1,14 +1,8 @@
-// AI agents answering customers (spec agents.md "A stretch", "Effects"; docs/agents.md
-// "Stretches"): a number's agent or an automation's `agent` step takes the conversation; each
-// burst of inbound messages is one model turn against the fake OpenAI-compatible server.
-import type { FastifyBaseLogger } from 'fastify';
-import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { createLlmClient } from '../../src/llm/client.js';
 import { automationsOf } from '../automations.js';
 import { type FakeLlm, startFakeLlm } from '../fakes/llm.js';
 import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
+import { startAppWithModel } from '../model-app.js';
 
 let llm: FakeLlm;
 let app: TestApp;
@@ -16,11 +10,7 @@ const { writes, createFlow } = automationsOf(() => app);
 
 beforeAll(async () => {
   llm = await startFakeLlm();
-  app = await startTestApp({ env: { LLM_BASE_URL: llm.url, LLM_MODEL: 'llama3.1' } });
-  // The same client with short waits between tries (the default is 1 s then 4 s).
-  app.rt.services.llm = createLlmClient(loadConfig(app.env), pino({ level: 'silent' }) as unknown as FastifyBaseLogger, {
-    retryDelaysMs: [1, 1],
-  });
+  app = await startAppWithModel(llm);
 });
 afterAll(async () => {
   await app?.close();

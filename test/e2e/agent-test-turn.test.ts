@@ -1,14 +1,7 @@
-// Issue 15: the operator's test turn of an AI agent (spec agents.md "Agent (operator API)": `POST
-// …/agents/{agentId}/test` body `{text, conversationId?}` — "a test turn: runs the model, sends
-// nothing, emits nothing, answers {replies, toolCalls, testConversationId}"), against the fake
-// OpenAI-compatible server test/fakes/llm.ts.
-import type { FastifyBaseLogger } from 'fastify';
-import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { createLlmClient } from '../../src/llm/client.js';
 import { type FakeLlm, startFakeLlm } from '../fakes/llm.js';
 import { startTestApp, type TestAccount, type TestApp } from '../harness.js';
+import { startAppWithModel } from '../model-app.js';
 
 let llm: FakeLlm;
 let app: TestApp;
@@ -16,11 +9,7 @@ let bare: TestApp;
 
 beforeAll(async () => {
   llm = await startFakeLlm();
-  app = await startTestApp({ env: { LLM_BASE_URL: llm.url, LLM_MODEL: 'llama3.1' } });
-  // The same client with short waits between tries (the default is 1 s then 4 s).
-  app.rt.services.llm = createLlmClient(loadConfig(app.env), pino({ level: 'silent' }) as unknown as FastifyBaseLogger, {
-    retryDelaysMs: [1, 1],
-  });
+  app = await startAppWithModel(llm);
   bare = await startTestApp();
 });
 afterAll(async () => {

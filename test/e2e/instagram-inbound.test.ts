@@ -3,24 +3,18 @@
 // API, the signed Instagram receiver, direct messages through the one inbound path, reads moving
 // our messages forward, and a social account's AI agent taking the conversation.
 import { createHmac, randomBytes } from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
-import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
 import { newId } from '../../src/lib/ids.js';
-import { createLlmClient } from '../../src/llm/client.js';
 import { type FakeLlm, startFakeLlm } from '../fakes/llm.js';
-import { request, startTestApp, type TestAccount, type TestApp } from '../harness.js';
+import { request, type TestAccount, type TestApp } from '../harness.js';
+import { startAppWithModel } from '../model-app.js';
 
 let app: TestApp;
 let llm: FakeLlm;
 
 beforeAll(async () => {
   llm = await startFakeLlm();
-  app = await startTestApp({ env: { LLM_BASE_URL: llm.url, LLM_MODEL: 'llama3.1' } });
-  app.rt.services.llm = createLlmClient(loadConfig(app.env), pino({ level: 'silent' }) as unknown as FastifyBaseLogger, {
-    retryDelaysMs: [1, 1],
-  });
+  app = await startAppWithModel(llm);
 });
 afterAll(async () => {
   await app?.close();
