@@ -8,7 +8,7 @@
 // the client's own retries) leaves the review `failed` with a Spanish reason and emits nothing.
 // The operator's rerun claims the row itself and runs the same code inside the request.
 import { sql } from 'kysely';
-import type { Executor, Trx } from '../db/index.js';
+import type { Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
 import type { AgentRow, ReviewRow, StretchRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
@@ -21,6 +21,7 @@ import type { Services } from '../services.js';
 import { emitEvent } from '../webhooks/outbox.js';
 import { normalizeReview, ReviewAnswer, type ReviewOutcome, reviewMessages } from './review-prompt.js';
 import { getAgentRow } from './service.js';
+import { stretchMessages } from './stretch-messages.js';
 
 /** A claimed review is given back (due again) when its claim is this old: the model call's three tries fit in it. */
 export const REVIEW_LEASE_MS = 180_000;
@@ -64,24 +65,6 @@ async function claim(s: Services, limit: number): Promise<{ id: string; claim: s
 
 /** The newest messages of a stretch the review shows (a longer stretch is reviewed on its latest ones). */
 const MAX_MESSAGES = 200;
-
-/**
- * The stretch's messages, oldest first: the conversation's from the one that started it
- * (`since_id`) to its newest when it ended (`until_id`; UUIDv7 ids grow with time), reactions left out.
- */
-async function stretchMessages(db: Executor, conversationId: string, stretch: { since_id: string; until_id: string | null }) {
-  const rows = await db
-    .selectFrom('messages')
-    .select(['id', 'direction', 'type', 'text', 'template_name'])
-    .where('conversation_id', '=', conversationId)
-    .where('type', '<>', 'reaction')
-    .where('id', '>=', stretch.since_id)
-    .$if(stretch.until_id !== null, (q) => q.where('id', '<=', stretch.until_id as string))
-    .orderBy('id', 'desc')
-    .limit(MAX_MESSAGES)
-    .execute();
-  return rows.reverse();
-}
 
 type Outcome = ({ status: 'done' } & ReviewOutcome) | { status: 'failed'; error: string };
 
@@ -150,7 +133,7 @@ async function runClaimed(s: Services, id: string, token: string): Promise<RunRe
   const agent = await s.db.selectFrom('agents').selectAll().where('id', '=', row.agent_id).executeTakeFirst();
   const stretch = await s.db
     .selectFrom('agent_stretches')
-    .select(['since_id', 'until_id'])
+    .select(['conversation_id', 'since_id', 'until_id'])
     .where('id', '=', row.stretch_id)
     .executeTakeFirst();
   // Both cascade to the review: gone together.
@@ -159,7 +142,7 @@ async function runClaimed(s: Services, id: string, token: string): Promise<RunRe
   if (llm === null) return { row: await finish(s, row, token, { status: 'failed', error: reviewErrors.modelMissing }), modelFailed: false };
   // The agent's review as it is now (an agent that stopped being advanced since: nothing to grade or extract).
   const config = agent.review ?? { criteria: [], extract: [] };
-  const messages = await stretchMessages(s.db, row.conversation_id, stretch);
+  const messages = await stretchMessages(s.db, stretch, { untilId: stretch.until_id, limit: MAX_MESSAGES });
   let answer: ReviewAnswer;
   try {
     answer = await llm.json({

@@ -17,7 +17,7 @@
 import { sql, type Updateable } from 'kysely';
 import type { Executor } from '../db/index.js';
 import { transaction } from '../db/retry.js';
-import type { AccountRow, AgentRow, AgentStretchesTable, ContactRow, MessageRow, StretchRow, TurnDecision, TurnRow } from '../db/types.js';
+import type { AccountRow, AgentRow, AgentStretchesTable, ContactRow, StretchRow, TurnDecision, TurnRow } from '../db/types.js';
 import { ApiError, ValidationError } from '../http/errors.js';
 import { agentTexts } from '../http/messages.es-AR.js';
 import { newId } from '../lib/ids.js';
@@ -26,6 +26,7 @@ import { sendInConversation } from '../messages/send.js';
 import type { Services } from '../services.js';
 import { agentTools, interpretToolCalls, matchesHandoffPhrase, systemPrompt } from './prompt.js';
 import { wakeReviews } from './reviews.js';
+import { type StretchMessage, stretchMessages } from './stretch-messages.js';
 import { type Ending, endStretch, IDLE_MS } from './stretches.js';
 
 /** A claimed stretch with what a turn reads first (one statement: runner.ts `claim`). */
@@ -67,7 +68,8 @@ export async function runStretch(s: Services, claimed: ClaimedStretch, stopping:
     }
     const turn = claimed.turn;
     if (!turn) await begin(x);
-    else if (turn.status === 'calling') await call(x, turn, asChat(await stretchMessages(s.db, claimed.row, turn.inbound_until)), null);
+    else if (turn.status === 'calling')
+      await call(x, turn, asChat(await stretchMessages(s.db, claimed.row, { upTo: turn.inbound_until, limit: HISTORY })), null);
     else await act(x, turn);
     return 1;
   } catch (err) {
@@ -121,26 +123,6 @@ async function release(x: Ctx, at: Date): Promise<void> {
   await update(x.s.db, x, { claim: null, run_at: dueAgainSql(x, x.s.clock.now(), answered, at) });
 }
 
-type StretchMessage = Pick<MessageRow, 'id' | 'direction' | 'type' | 'text' | 'template_name' | 'created_at'>;
-
-/**
- * The stretch's latest messages, oldest first (reactions are not messages): the customer's up to
- * `upTo` when given (a resumed turn's newest; later ones are the next turn's), the business's all.
- */
-async function stretchMessages(db: Executor, row: StretchRow, upTo?: string): Promise<StretchMessage[]> {
-  const rows = await db
-    .selectFrom('messages')
-    .select(['id', 'direction', 'type', 'text', 'template_name', 'created_at'])
-    .where('conversation_id', '=', row.conversation_id)
-    .where('id', '>=', row.since_id)
-    .where('type', '<>', 'reaction')
-    .$if(upTo !== undefined, (q) => q.where((eb) => eb.or([eb('direction', '=', 'outbound'), eb('id', '<=', upTo as string)])))
-    .orderBy('id', 'desc')
-    .limit(HISTORY)
-    .execute();
-  return rows.reverse();
-}
-
 /** The messages as the model reads them: the customer's as `user`, the business's as `assistant`. */
 const asChat = (rows: StretchMessage[]): ChatMessage[] =>
   rows.map((m) =>
@@ -157,7 +139,7 @@ const asChat = (rows: StretchMessage[]): ChatMessage[] =>
 async function begin(x: Ctx): Promise<void> {
   const now = x.s.clock.now();
   const { agent, row } = x.c;
-  const recent = await stretchMessages(x.s.db, row);
+  const recent = await stretchMessages(x.s.db, row, { limit: HISTORY });
   // The customer's messages no turn answered yet (a turn answers all of them, however many).
   const unanswered = recent.filter((m) => m.direction === 'inbound' && (row.answered_until === null || m.id > row.answered_until));
   const newest = unanswered.at(-1);
