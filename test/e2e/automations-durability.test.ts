@@ -16,6 +16,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { LEASE_MS } from '../../src/automations/steps.js';
 import { loadConfig } from '../../src/config.js';
 import { ManualClock } from '../../src/lib/clock.js';
+import { newId } from '../../src/lib/ids.js';
 import { startRuntime } from '../../src/runtime.js';
 import { type Receiver, startReceiver } from '../fakes/receiver.js';
 import { ADMIN_TOKEN, freshPhone, request, startTestApp, type TestAccount, type TestApp } from '../harness.js';
@@ -229,7 +230,8 @@ describe('"a send or http step found started-but-unfinished after a crash fails 
       [ea, 'aviso', 'send'],
       [eb, 'crm', 'http'],
     ] as const) {
-      const logId = randomUUID();
+      // A step log id as the runner makes it (UUIDv7: the log lists in creation order, after `w`).
+      const logId = newId();
       await db
         .insertInto('automation_steps')
         .values({ id: logId, execution_id: e.id, step_id: step, type, started_at: crashAt, ended_at: null, outcome: null, detail: null })
