@@ -12,6 +12,7 @@ import { stopReviews } from './agents/reviews.js';
 import { AgentRunner } from './agents/runner.js';
 import { buildApp } from './app.js';
 import { AutomationRunner } from './automations/runner.js';
+import { stopCampaignSends } from './campaigns/sender.js';
 import { CloudProvider } from './channel/cloud/provider.js';
 import { closeInstagramSend } from './channel/instagram/send.js';
 import { Channels } from './channel/registry.js';
@@ -190,6 +191,8 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       } finally {
         clearInterval(sweep);
       }
+      // A campaign run in progress gives its unsent slices back and writes its outcomes first.
+      stopCampaignSends(services);
       await scheduler.stop();
       await stopClassifier(services);
       await stopReviews(services);

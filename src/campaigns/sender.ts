@@ -1,22 +1,48 @@
-// The `campaigns` job: starts due campaigns, sends their recipients in paced batches through the
-// same sendMessage as POST /messages (which never passes through the HTTP guards, so campaign
-// sends never count against API limits), and completes the finished ones (`campaign.completed`).
+// The `campaigns` job: starts due campaigns, sends their audience at the number's throughput tier
+// (docs/performance.md "Campaigns"), and completes the finished ones (`campaign.completed`).
+// A campaign is sent in slices of about 100 ms of its number's tier: each slice's recipients,
+// conversations and `pending` messages are written in one transaction (the recipients `sending`:
+// their start is recorded before any call), the provider calls go out one per slot of the number's
+// pacer, outside any transaction, and their outcomes are written back in batches. Campaign sends
+// never pass through the HTTP guards, so they never count against API limits; they follow
+// sendMessage's rules (send.ts) for the template, the number, the variables and the provider's
+// answers.
 import { sql } from 'kysely';
+import { ProviderError } from '../channel/types.js';
+import { conversationsForMany } from '../conversations/service.js';
 import { transaction } from '../db/retry.js';
-import type { AccountRow, CampaignRow } from '../db/types.js';
+import type { PhoneNumberRow, TemplateRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
-import { sendMessage } from '../messages/send.js';
+import { newId } from '../lib/ids.js';
+import { asProviderError, dropUnsent, insertCampaignMessages, providerApiError, storeSendOutcomes } from '../messages/batch.js';
+import { numberForSend, resolveVariables, templateForSend } from '../messages/send.js';
+import { applyEarlyStatusesOf } from '../messages/status.js';
 import type { Services } from '../services.js';
 import { emitEvent } from '../webhooks/outbox.js';
-import { campaignView, startInTrx } from './service.js';
+import { audienceCondition, campaignView, startInTrx } from './service.js';
 
-/** Recipients claimed per round; messages per job run (the rest go on the next run). */
-const CLAIM = 50;
-const PER_RUN = 1000;
-/** Sends in flight at once (the channel is paced per number; this keeps a batch short). */
-const PARALLEL = 4;
-/** A recipient left `sending` this long (the process died mid-send) is resolved from messages. */
-const STUCK_MS = 5 * 60 * 1000;
+/** Graph's "rate limit hit" for a number's throughput. */
+const THROUGHPUT_REFUSED = 130429;
+
+/** Waits for the number's next send slot (the pacer); false when none comes within maxWaitMs. */
+async function takeSlot(_s: Services, _n: PhoneNumberRow, _maxWaitMs: number): Promise<boolean> {
+  return true;
+}
+
+/** A slice: the recipients prepared together, worth this long of the number's tier. */
+const SLICE_S = 0.1;
+const SLICE_MAX = 200;
+/** Provider calls of one campaign in flight at once (a slow Graph: the lane waits). */
+const MAX_IN_FLIGHT = 1_000;
+/** Outcomes are written together: at most this many, or this long after the first. */
+const FLUSH_MAX = 200;
+const FLUSH_MS = 50;
+/** Campaigns sent at once by one run. */
+const LANES = 8;
+/** A recipient Graph refused with 130429 (the number's throughput) is tried again this much later. */
+const THROTTLED_RETRY_MS = 1_000;
+/** How long a send may wait for its slot before the rest of the slice is given back. */
+const SLOT_WAIT_MS = 1_000;
 
 /** ApiError codes that stop the whole campaign: no recipient could be sent either. */
 const CAMPAIGN_FATAL = new Set([
@@ -26,17 +52,6 @@ const CAMPAIGN_FATAL = new Set([
   'phone_number_disconnected',
   'no_connected_number',
 ]);
-
-interface Recipient {
-  campaign_id: string;
-  contact_id: string;
-  phone: string;
-  /** Sends tried before this one. */
-  attempts: number;
-  /** The contact now (null: deleted since the audience was fixed). */
-  opted_out: boolean | null;
-  marketing_opt_out: boolean | null;
-}
 
 async function startDue(s: Services): Promise<number> {
   const now = s.clock.now();
@@ -71,20 +86,26 @@ async function startDue(s: Services): Promise<number> {
   return n;
 }
 
-/** Recipients stuck in `sending`: sent if their message got a wamid, else failed. */
+/**
+ * Recipients left `sending` by a process that died mid-slice: sent if their message got a wamid,
+ * else failed ("interrupted": the provider may have taken it, so it is never sent again). Only one
+ * run sends campaigns at a time (the job's advisory lock; in-process chaining on PGlite) and a run
+ * writes every outcome before it ends, so at the start of a run every `sending` row is an orphan.
+ */
 async function resolveStuck(s: Services): Promise<number> {
   const now = s.clock.now();
   const { rows } = await sql<{ n: number }>`
     WITH stuck AS (
       SELECT r.campaign_id, r.contact_id,
-        EXISTS (SELECT 1 FROM messages m WHERE m.campaign_id = r.campaign_id AND m.contact_id = r.contact_id AND m.wamid IS NOT NULL) AS was_sent
+        EXISTS (SELECT 1 FROM messages m WHERE m.id = r.message_id AND m.wamid IS NOT NULL) AS was_sent
       FROM campaign_recipients r
-      WHERE r.status = 'sending' AND r.updated_at <= ${new Date(now.getTime() - STUCK_MS)}::timestamptz
+      WHERE r.status = 'sending'
       FOR UPDATE SKIP LOCKED
     ), upd AS (
       UPDATE campaign_recipients r SET
         status = CASE WHEN stuck.was_sent THEN 'sent' ELSE 'failed' END,
         error = CASE WHEN stuck.was_sent THEN NULL ELSE 'interrupted' END,
+        attempts = r.attempts + 1,
         updated_at = ${now}::timestamptz
       FROM stuck WHERE r.campaign_id = stuck.campaign_id AND r.contact_id = stuck.contact_id
       RETURNING r.campaign_id, stuck.was_sent
@@ -100,127 +121,375 @@ async function resolveStuck(s: Services): Promise<number> {
   return rows[0]?.n ?? 0;
 }
 
-/** Claims up to `limit` pending recipients of sending campaigns (oldest campaigns first). */
-async function claim(s: Services, limit: number): Promise<Recipient[]> {
-  const now = s.clock.now();
-  const { rows } = await sql<Recipient>`
-    WITH next AS (
-      SELECT r.campaign_id, r.contact_id
-      FROM campaign_recipients r
-      JOIN campaigns c ON c.id = r.campaign_id AND c.status = 'sending'
-      WHERE r.status = 'pending' AND (r.retry_at IS NULL OR r.retry_at <= ${now}::timestamptz)
-      ORDER BY c.started_at, r.campaign_id, r.contact_id
-      LIMIT ${limit}
-      FOR UPDATE OF r SKIP LOCKED
-    )
-    UPDATE campaign_recipients r SET status = 'sending', updated_at = ${now}::timestamptz
-    FROM next WHERE r.campaign_id = next.campaign_id AND r.contact_id = next.contact_id
-    RETURNING r.campaign_id, r.contact_id, r.phone, r.attempts,
-      (SELECT k.opted_out FROM contacts k WHERE k.id = r.contact_id) AS opted_out,
-      (SELECT k.marketing_opt_out FROM contacts k WHERE k.id = r.contact_id) AS marketing_opt_out`.execute(s.db);
-  return rows;
+/** One recipient of a slice, its message written `pending` and the recipient `sending`. */
+interface SliceItem {
+  contactId: string;
+  messageId: string;
+  phone: string;
+  /** Sends tried before this one. */
+  attempts: number;
+  variables: Record<string, string>;
 }
 
-type SendResult =
-  | { kind: 'sent'; messageId: string }
-  | { kind: 'failed'; error: string; messageId?: string }
-  | { kind: 'retry'; error: string; messageId?: string; at: Date }
-  | { kind: 'skipped'; error: string }
+type Slice =
+  | { kind: 'items'; number: PhoneNumberRow; template: TemplateRow; items: SliceItem[]; skipped: number }
   | { kind: 'fatal'; error: ApiError }
-  /** Left `sending` for resolveStuck. */
-  | { kind: 'unresolved' };
+  /** Nothing due now (the campaign may still wait for retries, or be over). */
+  | { kind: 'done' };
 
-/** The recipient's error when the failure was ours (no database text is kept). */
-const OURS = 'internal_error';
-
-async function sendOne(s: Services, account: AccountRow, c: CampaignRow, marketing: boolean, r: Recipient): Promise<SendResult> {
-  // The contact may have opted out since the audience was fixed (read when it was claimed).
-  if (r.opted_out === null) return { kind: 'skipped', error: 'contact_deleted' };
-  if (r.opted_out) return { kind: 'skipped', error: 'opted_out' };
-  if (marketing && r.marketing_opt_out) return { kind: 'skipped', error: 'marketing_opt_out' };
-  try {
-    const m = await sendMessage(s, account, {
-      to: r.phone,
-      template: { id: c.template_id ?? '', variables: c.variables ?? {} },
-      ...(c.phone_number_id ? { phoneNumberId: c.phone_number_id } : {}),
-      campaignId: c.id,
-    });
-    return { kind: 'sent', messageId: m.id };
-  } catch (err) {
-    if (err instanceof ApiError && CAMPAIGN_FATAL.has(err.code)) return { kind: 'fatal', error: err };
-    if (err instanceof ApiError && (err.code === 'send_opted_out' || err.code === 'contact_opted_out'))
-      return { kind: 'skipped', error: 'opted_out' };
-    if (!(err instanceof ApiError)) return oursFailed(s, c, r, err);
-    const messageId = typeof err.extra.messageId === 'string' ? err.extra.messageId : undefined;
-    const error = err.message.slice(0, 500);
-    // Provider down, rate limited or too slow: this message failed, the recipient is tried again
-    // later with a new one; after the last try of the schedule it counts as failed.
-    const at = err.code === 'provider_temporary' ? retryAt(s, r) : null;
-    if (at) return { kind: 'retry', error, at, ...(messageId ? { messageId } : {}) };
-    return { kind: 'failed', error, ...(messageId ? { messageId } : {}) };
-  }
+interface Candidate {
+  contact_id: string;
+  attempts: number;
+  phone: string | null;
+  attributes: Record<string, string> | null;
+  opted_out: boolean | null;
+  marketing_opt_out: boolean | null;
 }
+
+const sliceSize = (perSecond: number) => Math.max(1, Math.min(SLICE_MAX, Math.ceil(perSecond * SLICE_S)));
+
+/** The number's throughput tier (messages per second). */
+const tierOf = (n: PhoneNumberRow): number => (n as PhoneNumberRow & { throughput_per_second?: number }).throughput_per_second ?? 80;
+
+/**
+ * Prepares the next slice of a sending campaign in one transaction, the campaign row locked (so two
+ * lanes never read the same contacts): recipients due again first, then the next contacts of the
+ * audience after the cursor; their conversations, their `pending` messages and their recipient rows
+ * (`sending`) are written set-wise. Recipients who opted out since are skipped. When the audience
+ * is read to its end, `recipients` becomes the exact count (it was counted at start).
+ */
+async function prepareSlice(s: Services, campaignId: string): Promise<Slice> {
+  const now = s.clock.now();
+  return transaction(s.db, async (trx): Promise<Slice> => {
+    const c = await trx
+      .selectFrom('campaigns')
+      .selectAll()
+      .where('id', '=', campaignId)
+      .where('status', '=', 'sending')
+      .forUpdate()
+      .executeTakeFirst();
+    if (!c) return { kind: 'done' };
+    let template: TemplateRow;
+    let number: PhoneNumberRow;
+    try {
+      template = await templateForSend(trx, c.account_id, c.template_id ?? '');
+      number = await numberForSend(trx, c.account_id, c.phone_number_id ?? undefined);
+    } catch (err) {
+      if (err instanceof ApiError && CAMPAIGN_FATAL.has(err.code)) return { kind: 'fatal', error: err };
+      throw err;
+    }
+    const marketing = template.category === 'MARKETING';
+    const size = sliceSize(tierOf(number));
+    const { rows: again } = await sql<Candidate>`
+      SELECT r.contact_id, r.attempts, k.phone, k.attributes, k.opted_out, k.marketing_opt_out
+      FROM campaign_recipients r LEFT JOIN contacts k ON k.id = r.contact_id
+      WHERE r.campaign_id = ${c.id}::uuid AND r.status = 'pending' AND (r.retry_at IS NULL OR r.retry_at <= ${now}::timestamptz)
+      ORDER BY r.retry_at NULLS FIRST, r.contact_id
+      LIMIT ${size}
+      FOR UPDATE OF r SKIP LOCKED`.execute(trx);
+    let fresh: Candidate[] = [];
+    let open = c.audience_open;
+    if (open && again.length < size) {
+      const want = size - again.length;
+      fresh = (
+        await sql<Candidate>`
+          SELECT k.id AS contact_id, 0 AS attempts, k.phone, k.attributes, k.opted_out, k.marketing_opt_out
+          FROM contacts k
+          WHERE ${audienceCondition(c, marketing)} AND (${c.audience_cursor}::uuid IS NULL OR k.id > ${c.audience_cursor}::uuid)
+          ORDER BY k.id
+          LIMIT ${want}`.execute(trx)
+      ).rows;
+      open = fresh.length === want;
+    }
+    // Tried again, but the contact opted out (or was deleted) since: no longer a recipient.
+    const skips: { contactId: string; error: string }[] = [];
+    const send: Candidate[] = [...fresh];
+    for (const r of again) {
+      const error =
+        r.opted_out === null
+          ? 'contact_deleted'
+          : r.opted_out
+            ? 'opted_out'
+            : marketing && r.marketing_opt_out
+              ? 'marketing_opt_out'
+              : null;
+      if (error) skips.push({ contactId: r.contact_id, error });
+      else send.push(r);
+    }
+    if (skips.length > 0) {
+      await sql`
+        UPDATE campaign_recipients r SET status = 'skipped', error = v.error, retry_at = NULL, updated_at = ${now}::timestamptz
+        FROM unnest(${skips.map((x) => x.contactId)}::uuid[], ${skips.map((x) => x.error)}::text[]) AS v(contact_id, error)
+        WHERE r.campaign_id = ${c.id}::uuid AND r.contact_id = v.contact_id`.execute(trx);
+    }
+    const conversations = await conversationsForMany(
+      trx,
+      { accountId: c.account_id, phoneNumberId: number.id, contactIds: send.map((r) => r.contact_id) },
+      now,
+    );
+    const items: SliceItem[] = send.map((r) => ({
+      contactId: r.contact_id,
+      messageId: newId(),
+      phone: r.phone ?? '',
+      attempts: r.attempts,
+      variables: resolveVariables(template.variables, c.variables ?? {}, r.attributes ?? {}),
+    }));
+    await insertCampaignMessages(
+      trx,
+      { accountId: c.account_id, phoneNumberId: number.id, templateId: template.id, templateName: template.name, campaignId: c.id },
+      items.map((i) => ({ ...i, id: i.messageId, conversationId: conversations.get(i.contactId)! })),
+      now,
+    );
+    if (items.length > 0) {
+      await sql`
+        INSERT INTO campaign_recipients (campaign_id, contact_id, phone, status, message_id, updated_at)
+        SELECT ${c.id}::uuid, v.contact_id, v.phone, 'sending', v.message_id, ${now}::timestamptz
+        FROM unnest(${items.map((i) => i.contactId)}::uuid[], ${items.map((i) => i.phone)}::text[], ${items.map((i) => i.messageId)}::uuid[])
+          AS v(contact_id, phone, message_id)
+        ON CONFLICT (campaign_id, contact_id) DO UPDATE
+          SET status = 'sending', message_id = excluded.message_id, retry_at = NULL, updated_at = excluded.updated_at`.execute(trx);
+    }
+    const read = c.audience_read + fresh.length;
+    // The audience read to its end: `recipients` (counted at start) becomes exact.
+    const settle = c.audience_open && !open ? read - c.audience_counted : 0;
+    if (fresh.length > 0 || skips.length > 0 || settle !== 0 || open !== c.audience_open) {
+      await trx
+        .updateTable('campaigns')
+        .set((eb) => ({
+          recipients: eb('recipients', '+', settle - skips.length),
+          audience_read: read,
+          audience_open: open,
+          ...(fresh.length > 0 ? { audience_cursor: fresh[fresh.length - 1]!.contact_id } : {}),
+        }))
+        .where('id', '=', c.id)
+        .execute();
+    }
+    if (items.length === 0 && skips.length === 0 && settle === 0) return { kind: 'done' };
+    return { kind: 'items', number, template, items, skipped: skips.length };
+  });
+}
+
+/** Recipients of a slice that were never handed to the provider: pending again, their messages gone. */
+async function giveBack(s: Services, campaignId: string, items: SliceItem[]): Promise<void> {
+  if (items.length === 0) return;
+  const now = s.clock.now();
+  await transaction(s.db, async (trx) => {
+    await sql`
+      UPDATE campaign_recipients SET status = 'pending', message_id = NULL, updated_at = ${now}::timestamptz
+      WHERE campaign_id = ${campaignId}::uuid AND contact_id = any(${items.map((i) => i.contactId)}::uuid[]) AND status = 'sending'`.execute(
+      trx,
+    );
+    await dropUnsent(
+      trx,
+      items.map((i) => i.messageId),
+    );
+  });
+}
+
+type Outcome = { item: SliceItem } & (
+  | { kind: 'sent'; wamid: string }
+  | { kind: 'failed'; error: ProviderError; text: string }
+  | { kind: 'retry'; error: ProviderError; text: string; at: Date; counts: boolean }
+);
 
 /** When the recipient is tried again (CAMPAIGN_RETRY_SCHEDULE), or null after its last try. */
-function retryAt(s: Services, r: Recipient): Date | null {
-  const wait = s.config.CAMPAIGN_RETRY_SCHEDULE[r.attempts];
+function retryAt(s: Services, attempts: number): Date | null {
+  const wait = s.config.CAMPAIGN_RETRY_SCHEDULE[attempts];
   return wait === undefined ? null : new Date(s.clock.ms() + wait * 1000);
 }
 
-/**
- * An error of ours (the database, a deadlock, a bug), never the recipient's: tried again like a
- * temporary refusal. If its message is still `pending` the provider may have taken it, so the
- * recipient stays `sending` and resolveStuck decides from the stored wamid (never sent twice).
- */
-async function oursFailed(s: Services, c: CampaignRow, r: Recipient, err: unknown): Promise<SendResult> {
-  s.log.warn({ err: { message: err instanceof Error ? err.message : String(err) }, campaignId: c.id }, 'campaign send failed');
-  const inFlight = await s.db
-    .selectFrom('messages')
-    .select('id')
-    .where('campaign_id', '=', c.id)
-    .where('contact_id', '=', r.contact_id)
-    .where('status', '=', 'pending')
-    .executeTakeFirst()
-    // Unreadable (the database is down): as unknown as a pending message.
-    .catch(() => ({ id: null }));
-  if (inFlight) return { kind: 'unresolved' };
-  const at = retryAt(s, r);
-  return at ? { kind: 'retry', error: OURS, at } : { kind: 'failed', error: OURS };
+/** The provider call of one prepared message, outside any transaction; never rejects. */
+async function callProvider(s: Services, slice: Extract<Slice, { kind: 'items' }>, item: SliceItem): Promise<Outcome> {
+  const t = slice.template;
+  try {
+    const sent = await s.channels.get(slice.number.provider).send({
+      messageId: item.messageId,
+      from: slice.number,
+      to: item.phone,
+      template: {
+        id: t.id,
+        name: t.name,
+        language: t.language,
+        category: t.category,
+        parameters: t.variables.map((v) => item.variables[v.name] ?? ''),
+        variables: t.variables,
+      },
+    });
+    return { item, kind: 'sent', wamid: sent.wamid };
+  } catch (err) {
+    if (!(err instanceof ProviderError)) s.log.error({ err, messageId: item.messageId }, 'channel provider failed unexpectedly');
+    const pe = asProviderError(err);
+    const text = providerApiError(pe, item.messageId).message.slice(0, 500);
+    // Graph's throughput refusal is the number's, not the recipient's: tried again soon, not counted
+    // as a try (the number was slowed down by the provider wrapper).
+    if (pe.code === THROUGHPUT_REFUSED)
+      return { item, kind: 'retry', error: pe, text, at: new Date(s.clock.ms() + THROTTLED_RETRY_MS), counts: false };
+    // Provider down, rate limited or too slow: tried again later with a new message; after the
+    // last try of the schedule it counts as failed.
+    const at = pe.kind === 'temporary' ? retryAt(s, item.attempts) : null;
+    if (at) return { item, kind: 'retry', error: pe, text, at, counts: true };
+    return { item, kind: 'failed', error: pe, text };
+  }
 }
 
-async function record(s: Services, r: Recipient, res: Exclude<SendResult, { kind: 'fatal' | 'unresolved' }>): Promise<void> {
-  const now = s.clock.now();
-  await transaction(s.db, async (trx) => {
-    // The campaign row before its recipients (docs/architecture.md "Lock order"). A retry goes
-    // back to pending until its time and counts nothing yet.
-    if (res.kind !== 'retry') {
-      await trx
-        .updateTable('campaigns')
-        .set((eb) =>
-          res.kind === 'sent'
-            ? { sent: eb('sent', '+', 1) }
-            : res.kind === 'failed'
-              ? { failed: eb('failed', '+', 1) }
-              : // Skipped (opted out since the start): it is no longer a recipient.
-                { recipients: eb('recipients', '-', 1) },
-        )
-        .where('id', '=', r.campaign_id)
-        .execute();
+/**
+ * The outcomes of a campaign's provider calls, written together (one transaction per
+ * FLUSH_MAX outcomes or FLUSH_MS): the messages, the recipients and the campaign's counters, each
+ * recipient counted once (only rows still `sending` move).
+ */
+class Outcomes {
+  private buffer: Outcome[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly s: Services,
+    private readonly campaignId: string,
+  ) {}
+
+  add(o: Outcome): void {
+    this.buffer.push(o);
+    if (this.buffer.length >= FLUSH_MAX) this.flush();
+    else if (!this.timer) this.timer = setTimeout(() => this.flush(), FLUSH_MS);
+  }
+
+  /** Writes what is buffered; resolves when every write so far is done. */
+  flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const batch = this.buffer.splice(0);
+    if (batch.length > 0) this.chain = this.chain.then(() => this.write(batch));
+    return this.chain;
+  }
+
+  private async write(batch: Outcome[]): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.writeOnce(batch);
+        return;
+      } catch (err) {
+        // The database is away: the outcomes are kept and written again (a few tries); after
+        // that the recipients stay `sending` and the next run resolves them (never sent twice).
+        if (attempt >= 4) {
+          this.s.log.error({ err: { message: (err as Error).message }, campaignId: this.campaignId }, 'campaign outcomes not stored');
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
+      }
     }
-    await trx
-      .updateTable('campaign_recipients')
-      .set((eb) => ({
-        status: res.kind === 'retry' ? 'pending' : res.kind,
-        attempts: eb('attempts', '+', 1),
-        retry_at: res.kind === 'retry' ? res.at : null,
-        message_id: 'messageId' in res ? (res.messageId ?? null) : null,
-        error: 'error' in res ? res.error : null,
-        updated_at: now,
-      }))
-      .where('campaign_id', '=', r.campaign_id)
-      .where('contact_id', '=', r.contact_id)
-      .execute();
-  });
+  }
+
+  private async writeOnce(batch: Outcome[]): Promise<void> {
+    const s = this.s;
+    const now = s.clock.now();
+    const sent = batch.flatMap((o) => (o.kind === 'sent' ? [{ id: o.item.messageId, wamid: o.wamid }] : []));
+    const failed = batch.flatMap((o) => (o.kind === 'sent' ? [] : [{ id: o.item.messageId, contactId: o.item.contactId, error: o.error }]));
+    await transaction(s.db, async (trx) => {
+      await storeSendOutcomes(trx, sent, failed, now);
+      await sql`
+        WITH v AS (
+          SELECT * FROM unnest(${batch.map((o) => o.item.contactId)}::uuid[], ${batch.map((o) => (o.kind === 'retry' ? 'pending' : o.kind))}::text[],
+            ${batch.map((o) => (o.kind === 'retry' && !o.counts ? 0 : 1))}::int[],
+            ${batch.map((o) => (o.kind === 'retry' ? o.at.toISOString() : null))}::text[],
+            ${batch.map((o) => o.item.messageId)}::uuid[], ${batch.map((o) => (o.kind === 'sent' ? null : o.text))}::text[])
+            AS v(contact_id, status, inc, retry_at, message_id, error)
+        ), upd AS (
+          UPDATE campaign_recipients r SET status = v.status, attempts = r.attempts + v.inc, retry_at = v.retry_at::timestamptz,
+            message_id = v.message_id, error = v.error, updated_at = ${now}::timestamptz
+          FROM v WHERE r.campaign_id = ${this.campaignId}::uuid AND r.contact_id = v.contact_id AND r.status = 'sending'
+          RETURNING r.status
+        )
+        UPDATE campaigns SET
+          sent = sent + (SELECT count(*) FROM upd WHERE status = 'sent')::int,
+          failed = failed + (SELECT count(*) FROM upd WHERE status = 'failed')::int
+        WHERE id = ${this.campaignId}::uuid`.execute(trx);
+    });
+    // Reports that came before their wamid was stored apply now (send.ts does the same per send).
+    await applyEarlyStatusesOf(
+      s,
+      sent.map((x) => x.wamid),
+    ).catch((err) => s.log.warn({ err: { message: (err as Error).message } }, 'early statuses of a campaign slice'));
+  }
+}
+
+/** Processes whose campaign sends were told to stop (shutdown): lanes give their slices back. */
+const stopped = new WeakSet<Services>();
+export function stopCampaignSends(s: Services): void {
+  stopped.add(s);
+}
+
+/**
+ * Sends one campaign until nothing of it is due: slices prepared one ahead, each send taking the
+ * number's next slot first (so the campaign runs at the tier whatever Graph's latency, with as many
+ * calls in flight as that takes), outcomes written in batches. Returns the recipients handled.
+ */
+async function sendCampaign(s: Services, campaignId: string): Promise<number> {
+  const stopping = () => stopped.has(s);
+  const outcomes = new Outcomes(s, campaignId);
+  const inFlight = new Set<Promise<void>>();
+  let handled = 0;
+  let next: Promise<Slice> | null = prepareSlice(s, campaignId);
+  try {
+    while (next) {
+      const slice: Slice = await next;
+      next = null;
+      if (slice.kind === 'done') break;
+      if (slice.kind === 'fatal') {
+        await Promise.allSettled(inFlight);
+        await outcomes.flush();
+        await failCampaign(s, campaignId, slice.error);
+        handled += 1;
+        break;
+      }
+      handled += slice.skipped;
+      const { items } = slice;
+      let i = 0;
+      for (; i < items.length; i++) {
+        if (!next && i >= items.length / 2 && !stopping()) next = prepareSlice(s, campaignId);
+        if (stopping() || !(await takeSlot(s, slice.number, SLOT_WAIT_MS))) break;
+        const p: Promise<void> = callProvider(s, slice, items[i]!).then((o) => outcomes.add(o));
+        inFlight.add(p);
+        void p.finally(() => inFlight.delete(p));
+        handled += 1;
+        if (inFlight.size >= MAX_IN_FLIGHT) await Promise.race(inFlight);
+      }
+      if (i < items.length) {
+        await giveBack(s, campaignId, items.slice(i));
+        break;
+      }
+      if (!next && !stopping()) next = prepareSlice(s, campaignId);
+    }
+  } catch (err) {
+    // The database refused a slice (ours, never the recipients'): nothing of it was sent; the
+    // next run prepares it again.
+    s.log.warn({ err: { message: (err as Error).message }, campaignId }, 'campaign slice failed');
+  } finally {
+    if (next) {
+      const unused = await next.catch(() => null);
+      if (unused?.kind === 'items') await giveBack(s, campaignId, unused.items).catch(() => {});
+    }
+    await Promise.allSettled(inFlight);
+    await outcomes.flush();
+  }
+  return handled;
+}
+
+/** Sends every sending campaign that has something due, LANES campaigns at a time (oldest first). */
+async function sendDue(s: Services): Promise<number> {
+  const active = await s.db
+    .selectFrom('campaigns')
+    .select('id')
+    .where('status', '=', 'sending')
+    .orderBy('started_at')
+    .orderBy('id')
+    .execute();
+  let handled = 0;
+  let k = 0;
+  const lane = async () => {
+    while (k < active.length && !stopped.has(s)) handled += await sendCampaign(s, active[k++]!.id);
+  };
+  await Promise.all(Array.from({ length: Math.min(LANES, active.length) }, lane));
+  return handled;
 }
 
 /** The campaign cannot send at all: `failed`; its unsent recipients are skipped. */
@@ -230,7 +499,7 @@ async function failCampaign(s: Services, campaignId: string, err: ApiError): Pro
   await transaction(s.db, async (trx) => {
     await trx
       .updateTable('campaigns')
-      .set({ status: 'failed', completed_at: now })
+      .set({ status: 'failed', completed_at: now, audience_open: false })
       .where('id', '=', campaignId)
       .where('status', '=', 'sending')
       .execute();
@@ -251,6 +520,7 @@ async function completeFinished(s: Services): Promise<number> {
       .updateTable('campaigns')
       .set({ status: 'completed', completed_at: now })
       .where('status', '=', 'sending')
+      .where('audience_open', '=', false)
       .where(({ not, exists, selectFrom }) =>
         not(
           exists(
@@ -270,43 +540,8 @@ async function completeFinished(s: Services): Promise<number> {
   return done;
 }
 
-/** The `campaigns` job: start due campaigns, send a paced batch, complete finished ones. */
+/** The `campaigns` job: start due campaigns, send what is due at each number's tier, complete finished ones. */
 export async function runCampaigns(s: Services): Promise<number> {
-  let changed = (await startDue(s)) + (await resolveStuck(s));
-  const accounts = new Map<string, AccountRow>();
-  const campaigns = new Map<string, { c: CampaignRow; marketing: boolean; fatal: boolean }>();
-  let budget = PER_RUN;
-  while (budget > 0) {
-    const batch = await claim(s, Math.min(CLAIM, budget));
-    if (batch.length === 0) break;
-    budget -= batch.length;
-    for (const r of batch) {
-      if (campaigns.has(r.campaign_id)) continue;
-      const c = await s.db.selectFrom('campaigns').selectAll().where('id', '=', r.campaign_id).executeTakeFirstOrThrow();
-      const t = c.template_id
-        ? await s.db.selectFrom('templates').select('category').where('id', '=', c.template_id).executeTakeFirst()
-        : undefined;
-      campaigns.set(c.id, { c, marketing: t?.category === 'MARKETING', fatal: false });
-      if (!accounts.has(c.account_id)) {
-        accounts.set(c.account_id, await s.db.selectFrom('accounts').selectAll().where('id', '=', c.account_id).executeTakeFirstOrThrow());
-      }
-    }
-    const queue = [...batch];
-    const worker = async () => {
-      for (let r = queue.shift(); r; r = queue.shift()) {
-        const entry = campaigns.get(r.campaign_id)!;
-        if (entry.fatal) continue;
-        const res = await sendOne(s, accounts.get(entry.c.account_id)!, entry.c, entry.marketing, r);
-        if (res.kind === 'fatal') {
-          entry.fatal = true;
-          await failCampaign(s, entry.c.id, res.error);
-        } else if (res.kind !== 'unresolved') {
-          await record(s, r, res);
-        }
-        changed += 1;
-      }
-    };
-    await Promise.all(Array.from({ length: PARALLEL }, worker));
-  }
-  return changed + (await completeFinished(s));
+  const changed = (await startDue(s)) + (await resolveStuck(s));
+  return changed + (await sendDue(s)) + (await completeFinished(s));
 }

@@ -57,33 +57,32 @@ export async function listCampaigns(db: Executor, accountId: string): Promise<Ca
 }
 
 /**
- * Fixes the audience: contacts with a phone whose attributes contain every filter, not opted
- * out, and (MARKETING templates) without marketingOptOut. Returns how many.
+ * The audience (decisions.md "Campaigns"): contacts that existed when sending started, with a
+ * phone, whose attributes contain every filter, not opted out, and (MARKETING templates) without
+ * marketingOptOut. A SQL condition on `contacts k`, shared by the count at start and the sender's
+ * reads (sender.ts), so both always mean the same contacts.
  */
-async function snapshotAudience(trx: Trx, c: CampaignRow, marketing: boolean, now: Date): Promise<number> {
+export function audienceCondition(c: Pick<CampaignRow, 'account_id' | 'audience' | 'started_at'>, marketing: boolean) {
   const filter = JSON.stringify(c.audience?.attributes ?? {});
-  const { rows } = await sql<{ n: number }>`
-    WITH ins AS (
-      INSERT INTO campaign_recipients (campaign_id, contact_id, phone, status, updated_at)
-      SELECT ${c.id}::uuid, k.id, k.phone, 'pending', ${now}::timestamptz
-      FROM contacts k
-      WHERE k.account_id = ${c.account_id}::uuid
-        AND k.phone IS NOT NULL
-        AND NOT k.opted_out
-        AND (${!marketing}::boolean OR NOT k.marketing_opt_out)
-        AND k.attributes @> ${filter}::jsonb
-      ON CONFLICT DO NOTHING
-      RETURNING 1
-    )
-    SELECT count(*)::int AS n FROM ins`.execute(trx);
-  return rows[0]?.n ?? 0;
+  return sql<boolean>`k.account_id = ${c.account_id}::uuid
+    AND k.created_at <= ${c.started_at}::timestamptz
+    AND k.phone IS NOT NULL
+    AND NOT k.opted_out
+    AND (${!marketing}::boolean OR NOT k.marketing_opt_out)
+    AND k.attributes @> ${filter}::jsonb`;
 }
 
+/**
+ * Starts sending: the audience is counted, not copied (one aggregate, however large), so the first
+ * message goes out at once; the sender reads the contacts in slices as it sends (sender.ts).
+ */
 export async function startInTrx(trx: Trx, c: CampaignRow, marketing: boolean, now: Date): Promise<CampaignRow> {
-  const n = await snapshotAudience(trx, c, marketing, now);
+  const { rows } = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM contacts k WHERE ${audienceCondition({ ...c, started_at: now }, marketing)}`.execute(trx);
+  const n = rows[0]?.n ?? 0;
   return trx
     .updateTable('campaigns')
-    .set({ status: 'sending', started_at: now, recipients: n })
+    .set({ status: 'sending', started_at: now, recipients: n, audience_counted: n, audience_open: n > 0, audience_cursor: null })
     .where('id', '=', c.id)
     .returningAll()
     .executeTakeFirstOrThrow();

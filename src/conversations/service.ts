@@ -236,3 +236,27 @@ export async function listNotes(db: Executor, accountId: string, id: string) {
     data: rows.map((n) => ({ id: n.id, text: n.text, by: n.by, caseId: n.case_id, createdAt: n.created_at.toISOString() })),
   };
 }
+
+/**
+ * The WhatsApp conversations of many contacts with one number, made where missing (a campaign's
+ * slice: sender.ts): one insert and one read for the whole slice. No lock is taken: the messages
+ * inserted next only hold their conversation's key (FOR KEY SHARE), which no writer blocks.
+ */
+export async function conversationsForMany(
+  trx: Executor,
+  k: { accountId: string; phoneNumberId: string; contactIds: string[] },
+  now: Date,
+): Promise<Map<string, string>> {
+  if (k.contactIds.length === 0) return new Map();
+  const ids = k.contactIds.map(() => newId());
+  await sql`
+    INSERT INTO conversations (id, account_id, contact_id, phone_number_id, social_account_id, channel, created_at)
+    SELECT v.id, ${k.accountId}::uuid, v.contact_id, ${k.phoneNumberId}::uuid, NULL, 'whatsapp', ${now}::timestamptz
+    FROM unnest(${ids}::uuid[], ${k.contactIds}::uuid[]) AS v(id, contact_id)
+    ON CONFLICT (account_id, contact_id, channel, phone_number_id, social_account_id) DO NOTHING`.execute(trx);
+  const { rows } = await sql<{ id: string; contact_id: string }>`
+    SELECT id, contact_id FROM conversations
+    WHERE account_id = ${k.accountId}::uuid AND channel = 'whatsapp' AND phone_number_id = ${k.phoneNumberId}::uuid
+      AND social_account_id IS NULL AND contact_id = any(${k.contactIds}::uuid[])`.execute(trx);
+  return new Map(rows.map((r) => [r.contact_id, r.id]));
+}

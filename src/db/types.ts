@@ -153,6 +153,10 @@ export interface CampaignsTable {
   started_at: Ts | null;
   completed_at: Ts | null;
   created_at: TsDefault;
+  audience_cursor: string | null;
+  audience_open: Generated<boolean>;
+  audience_counted: Generated<number>;
+  audience_read: Generated<number>;
 }
 
 export interface CampaignRecipientsTable {

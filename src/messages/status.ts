@@ -182,3 +182,10 @@ export async function purgeEarlyStatuses(s: Services): Promise<number> {
   if (n > 0) s.log.info({ purged: n }, 'early status reports older than 7 days deleted');
   return n;
 }
+
+/** applyEarlyStatuses for many wamids just stored (a campaign slice): one read finds the few that have any. */
+export async function applyEarlyStatusesOf(s: Services, wamids: string[]): Promise<void> {
+  if (wamids.length === 0) return;
+  const found = await s.db.selectFrom('early_statuses').select('wamid').distinct().where('wamid', 'in', wamids).execute();
+  for (const { wamid } of found) await applyEarlyStatuses(s, wamid);
+}
