@@ -6,6 +6,7 @@
 import { cpus } from 'node:os';
 import { agentFigures } from './figures/agents.js';
 import { automationFigures } from './figures/automations.js';
+import { campaignFigures } from './figures/campaigns.js';
 import { casesFigure } from './figures/cases.js';
 import { contactFigures } from './figures/contacts.js';
 import { mcpFigures } from './figures/mcp.js';
@@ -41,6 +42,7 @@ async function main() {
   }
   if (want('webhooks')) await webhookFigures();
   if (want('agents')) await agentFigures();
+  if (want('campaigns')) await campaignFigures();
   removeTempDirs();
   console.log(`\nWritten ${writeResults(database)}`);
 }

@@ -291,6 +291,40 @@ describe('between the start and the send (workers off: only the run endpoint sen
     await quiet?.close();
   });
 
+  it('"starts in seconds": the audience is counted at start, not copied; contacts made after the start are not in it, and `recipients` ends exact', async () => {
+    const acc = await quiet.createAccount();
+    const t = (
+      await quiet.admin('POST', `/accounts/${acc.id}/templates`, { name: 'aviso', category: 'UTILITY', body: 'Hola', status: 'APPROVED' })
+    ).body;
+    const changing = phone();
+    for (const p of [phone(), phone(), changing])
+      expect((await acc.call('POST', '/contacts', { phone: p, attributes: { lote: 'x' } })).status).toBe(201);
+    const c = await quiet.admin('POST', `/accounts/${acc.id}/campaigns`, {
+      name: 'X',
+      templateId: t.id,
+      audience: { attributes: { lote: 'x' } },
+    });
+    expect(c.body).toMatchObject({ status: 'sending', recipients: 3 });
+    const db = quiet.rt.services.db;
+    expect(await db.selectFrom('campaign_recipients').select('contact_id').where('campaign_id', '=', c.body.id).execute()).toEqual([]);
+    // After the start: a new matching contact is not a recipient; one that stops matching leaves.
+    quiet.clock.advance(1);
+    const late = phone();
+    expect((await acc.call('POST', '/contacts', { phone: late, attributes: { lote: 'x' } })).status).toBe(201);
+    expect((await acc.call('POST', '/contacts', { phone: changing, attributes: { lote: 'y' } })).status).toBe(200);
+    await quiet.admin('POST', '/jobs/campaigns/run');
+    expect((await acc.call('GET', `/campaigns/${c.body.id}`)).body).toMatchObject({
+      status: 'completed',
+      recipients: 2,
+      sent: 2,
+      failed: 0,
+    });
+    const to = (await db.selectFrom('messages').select('to_phone').where('campaign_id', '=', c.body.id).execute()).map((m) => m.to_phone);
+    expect(to).toHaveLength(2);
+    expect(to).not.toContain(late);
+    expect(to).not.toContain(changing);
+  });
+
   it('a contact that opts out after the audience was fixed is skipped and leaves recipients', async () => {
     const acc = await quiet.createAccount();
     const t = (

@@ -872,6 +872,27 @@ describe('campaigns on the Cloud API: a temporary refusal is tried again (docs/d
     expect(messages.map((m) => m.status)).toEqual(['failed', 'sent']);
   });
 
+  it('"a 130429 from Graph slows the number down instead of failing recipients": tried again a second later, never counted as a try', async () => {
+    const n = await cloudAccount();
+    const id = await campaignFor(n);
+    const throttled = { error: { status: 400, code: 130429, message: '(#130429) Rate limit hit' } };
+    fake.queue(throttled, throttled, throttled, throttled, throttled);
+    for (let i = 0; i < 5; i++) {
+      await run();
+      app.clock.advance(1_001);
+    }
+    expect(fake.sends()).toHaveLength(5);
+    const recipient = await app.rt.services.db
+      .selectFrom('campaign_recipients')
+      .select(['status', 'attempts'])
+      .where('campaign_id', '=', id)
+      .executeTakeFirstOrThrow();
+    // Five refusals, more than CAMPAIGN_RETRY_SCHEDULE allows, and still not a failed recipient.
+    expect(recipient).toEqual({ status: 'pending', attempts: 0 });
+    await run();
+    expect(await campaign(n, id)).toMatchObject({ status: 'completed', recipients: 1, sent: 1, failed: 0 });
+  });
+
   it('still refused after the last try of CAMPAIGN_RETRY_SCHEDULE (60, 300, 900 s): counted as failed, the campaign completes', async () => {
     const n = await cloudAccount();
     const id = await campaignFor(n);

@@ -15,6 +15,8 @@ export interface GraphCall {
   headers: IncomingMessage['headers'];
   /** Parsed JSON body (null when none). */
   body: any;
+  /** When the request's body was in (Date.now()). */
+  at: number;
 }
 
 export interface GraphErrorSpec {
@@ -45,6 +47,8 @@ export interface FakeGraph {
   wamids: string[];
   /** Most templates per page, whatever `limit` asks (to exercise paging). */
   pageSize: number;
+  /** Every accepted send answers after this long (ms): Graph's own latency. */
+  latencyMs: number;
   reset(): void;
   close(): Promise<void>;
 }
@@ -97,6 +101,7 @@ export async function startFakeGraph(): Promise<FakeGraph> {
         query: Object.fromEntries(u.searchParams),
         headers: req.headers,
         body,
+        at: Date.now(),
       };
       calls.push(call);
       void handle(call, res);
@@ -129,6 +134,7 @@ export async function startFakeGraph(): Promise<FakeGraph> {
         return;
       }
       if (next && 'delayMs' in next) await new Promise((r) => setTimeout(r, next.delayMs));
+      else if (fake.latencyMs > 0) await new Promise((r) => setTimeout(r, fake.latencyMs));
       if (next && 'raw' in next) {
         res.writeHead(next.status, { 'content-type': 'application/json' });
         res.end(next.raw);
@@ -169,6 +175,7 @@ export async function startFakeGraph(): Promise<FakeGraph> {
   const fake: FakeGraph = {
     url: base,
     pageSize: 1000,
+    latencyMs: 0,
     calls,
     sends: () => calls.filter((c) => c.method === 'POST' && c.path.endsWith('/messages')),
     tokens,
