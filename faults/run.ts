@@ -12,6 +12,8 @@
 //    twice, no customer message left unanswered.
 // 8. The Instagram receiver (faults/instagram-fuzz.ts): malformed payloads signed with a connected
 //    account's app secret, valid ones and unsigned/tampered ones → 0 × 5xx, valid 200, unsigned 401.
+// 9. SIGKILL mid-campaign (faults/campaigns-kill.ts): 5,000 recipients at tier 500/s, killed after
+//    3 s → after the restart the campaign completes, 0 recipients reached twice, counters exact.
 // `FAULTS_ONLY=automations` (or any comma-separated list of the names in main) runs some only.
 // Each prints a one-line verdict with its numbers; docs/reliability.md records them.
 // PostgreSQL and Redis "go away" through a cuttable TCP proxy (faults/proxy.ts): to the server
@@ -22,6 +24,7 @@ import pg from 'pg';
 import { admin, benchAccount, call, freshDatabase, must, type Server, sleep, startServer, UNLIMITED } from '../bench/lib.js';
 import { agentsKill, agentsModelDown } from './agents-kill.js';
 import { automationsKill } from './automations-kill.js';
+import { campaignsKill } from './campaigns-kill.js';
 import { fuzzOpenApi } from './fuzz.js';
 import { hostileClients } from './hostile-clients.js';
 import { fuzzInstagram } from './instagram-fuzz.js';
@@ -321,6 +324,16 @@ async function automations() {
   }
 }
 
+async function campaigns() {
+  const { db, env } = await setup('campaigns');
+  try {
+    const r = await campaignsKill(env);
+    verdict(r.ok, r.line);
+  } finally {
+    await db.drop();
+  }
+}
+
 async function agents() {
   for (const [tag, fn] of [
     ['agentsdown', agentsModelDown],
@@ -350,6 +363,7 @@ async function main() {
     ['hostile', hostile],
     ['automations', automations],
     ['agents', agents],
+    ['campaigns', campaigns],
   ];
   for (const [name, fn] of tests) {
     if (only && !only.includes(name)) continue;
