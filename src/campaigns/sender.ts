@@ -338,8 +338,7 @@ async function callProvider(s: Services, slice: Extract<Slice, { kind: 'items' }
 
 /**
  * The outcomes of a campaign's provider calls, written together (one transaction per
- * FLUSH_MAX outcomes or FLUSH_MS): the messages, the recipients and the campaign's counters, each
- * recipient counted once (only rows still `sending` move).
+ * FLUSH_MAX outcomes or FLUSH_MS): the messages, the campaign's counters and the recipients.
  */
 class Outcomes {
   private buffer: Outcome[] = [];
@@ -389,24 +388,28 @@ class Outcomes {
     const sent = batch.flatMap((o) => (o.kind === 'sent' ? [{ id: o.item.messageId, wamid: o.wamid }] : []));
     const failed = batch.flatMap((o) => (o.kind === 'sent' ? [] : [{ id: o.item.messageId, contactId: o.item.contactId, error: o.error }]));
     await transaction(s.db, async (trx) => {
+      // The messages, then the campaign row, then its recipients (docs/architecture.md "Lock
+      // order"). The recipients are this run's own `sending` rows: nobody else moves them while the
+      // job runs, so the batch's counts are the counters' exact steps.
       await storeSendOutcomes(trx, sent, failed, now);
+      const nSent = batch.filter((o) => o.kind === 'sent').length;
+      const nFailed = batch.filter((o) => o.kind === 'failed').length;
+      if (nSent + nFailed > 0) {
+        await trx
+          .updateTable('campaigns')
+          .set((eb) => ({ sent: eb('sent', '+', nSent), failed: eb('failed', '+', nFailed) }))
+          .where('id', '=', this.campaignId)
+          .execute();
+      }
       await sql`
-        WITH v AS (
-          SELECT * FROM unnest(${batch.map((o) => o.item.contactId)}::uuid[], ${batch.map((o) => (o.kind === 'retry' ? 'pending' : o.kind))}::text[],
-            ${batch.map((o) => (o.kind === 'retry' && !o.counts ? 0 : 1))}::int[],
-            ${batch.map((o) => (o.kind === 'retry' ? o.at.toISOString() : null))}::text[],
-            ${batch.map((o) => o.item.messageId)}::uuid[], ${batch.map((o) => (o.kind === 'sent' ? null : o.text))}::text[])
-            AS v(contact_id, status, inc, retry_at, message_id, error)
-        ), upd AS (
-          UPDATE campaign_recipients r SET status = v.status, attempts = r.attempts + v.inc, retry_at = v.retry_at::timestamptz,
-            message_id = v.message_id, error = v.error, updated_at = ${now}::timestamptz
-          FROM v WHERE r.campaign_id = ${this.campaignId}::uuid AND r.contact_id = v.contact_id AND r.status = 'sending'
-          RETURNING r.status
-        )
-        UPDATE campaigns SET
-          sent = sent + (SELECT count(*) FROM upd WHERE status = 'sent')::int,
-          failed = failed + (SELECT count(*) FROM upd WHERE status = 'failed')::int
-        WHERE id = ${this.campaignId}::uuid`.execute(trx);
+        UPDATE campaign_recipients r SET status = v.status, attempts = r.attempts + v.inc, retry_at = v.retry_at::timestamptz,
+          message_id = v.message_id, error = v.error, updated_at = ${now}::timestamptz
+        FROM unnest(${batch.map((o) => o.item.contactId)}::uuid[], ${batch.map((o) => (o.kind === 'retry' ? 'pending' : o.kind))}::text[],
+          ${batch.map((o) => (o.kind === 'retry' && !o.counts ? 0 : 1))}::int[],
+          ${batch.map((o) => (o.kind === 'retry' ? o.at.toISOString() : null))}::text[],
+          ${batch.map((o) => o.item.messageId)}::uuid[], ${batch.map((o) => (o.kind === 'sent' ? null : o.text))}::text[])
+          AS v(contact_id, status, inc, retry_at, message_id, error)
+        WHERE r.campaign_id = ${this.campaignId}::uuid AND r.contact_id = v.contact_id`.execute(trx);
     });
     // Reports that came before their wamid was stored apply now (send.ts does the same per send).
     await applyEarlyStatusesOf(
