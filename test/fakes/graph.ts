@@ -15,6 +15,8 @@ export interface GraphCall {
   headers: IncomingMessage['headers'];
   /** Parsed JSON body (null when none). */
   body: any;
+  /** When the request arrived (ms since the epoch, sub-millisecond: performance.timeOrigin + now()). */
+  at: number;
 }
 
 export interface GraphErrorSpec {
@@ -80,6 +82,7 @@ export async function startFakeGraph(): Promise<FakeGraph> {
   let base = '';
 
   const server: Server = createServer((req, res) => {
+    const at = performance.timeOrigin + performance.now();
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -97,6 +100,7 @@ export async function startFakeGraph(): Promise<FakeGraph> {
         query: Object.fromEntries(u.searchParams),
         headers: req.headers,
         body,
+        at,
       };
       calls.push(call);
       void handle(call, res);
