@@ -25,7 +25,7 @@ import { JobScheduler } from './jobs/scheduler.js';
 import { keyAuthenticator } from './keys/service.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { serializeErr } from './lib/log-err.js';
-import { createLimiter } from './limits/index.js';
+import { createLimiter, createPacer } from './limits/index.js';
 import { DbUsageMeter } from './limits/usage.js';
 import { createLlmClient } from './llm/client.js';
 import { appAuthenticator } from './mcp/apps.js';
@@ -102,7 +102,8 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
   const database = await openDatabase(config.database, { loadDataDir: opts.loadDataDir });
   await migrate(database.db);
   const admin = resolveAdminToken(config);
-  const channels = new Channels();
+  // Every send of a number takes its slot first (docs/performance.md "Throughput tiers and pacing").
+  const channels = new Channels(createPacer(config, clock, log));
   const usage = new DbUsageMeter(database.db, clock, opts.usageFlushMs);
   const services: Services = {
     config,

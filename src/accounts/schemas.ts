@@ -20,6 +20,12 @@ export const PhoneNumberView = z.object({
   provider: z.string().describe('sandbox | cloud'),
   status: z.string().describe('connected | disconnected'),
   default: z.boolean(),
+  throughputPerSecond: z
+    .number()
+    .int()
+    .describe(
+      'Messages a second Meta lets the number send (its tier: 80 by default, up to 1,000); its sends are paced at 95 % of it (docs/performance.md "Throughput tiers and pacing")',
+    ),
 });
 
 export const AccountView = z.object({

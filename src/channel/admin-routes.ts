@@ -33,6 +33,15 @@ const PatchInput = z.strictObject({
     .describe(
       'The AI agent that answers the conversations on this number that no automation, running agent or team member handles (docs/agents.md "Who answers a customer"): an agent of the account, not deleted (a paused one answers once active); null: none',
     ),
+  throughputPerSecond: z
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .optional()
+    .describe(
+      "The number's throughput tier: messages a second Meta lets it send (80 by default; upgraded numbers up to 1,000). Sends are paced at 95 % of it in every process (docs/performance.md)",
+    ),
 });
 
 const OperatorNumberView = PhoneNumberView.extend({
@@ -74,7 +83,7 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/phone-numbers/:pnId',
     {
       schema: {
-        summary: 'Connect or disconnect a number, make it the default, or assign its AI agent',
+        summary: 'Connect or disconnect a number, make it the default, assign its AI agent or set its throughput tier',
         tags: ['Operator'],
         params: NumberParams,
         body: PatchInput,

@@ -17,6 +17,8 @@ export interface PhoneNumberView {
   provider: string;
   status: string;
   default: boolean;
+  /** Messages a second Meta lets the number send; its sends are paced under it (docs/performance.md). */
+  throughputPerSecond: number;
 }
 
 export const phoneNumberView = (p: PhoneNumberRow): PhoneNumberView => ({
@@ -26,6 +28,7 @@ export const phoneNumberView = (p: PhoneNumberRow): PhoneNumberView => ({
   provider: p.provider,
   status: p.status,
   default: p.is_default,
+  throughputPerSecond: p.throughput_per_second,
 });
 
 export interface CloudCredentials {
@@ -131,8 +134,9 @@ export async function createPhoneNumber(s: Services, accountId: string, input: N
 }
 
 /**
- * Connects or disconnects a number, makes it the default, or names the AI agent that answers its
- * conversations (`agentId`; null: none). An account with numbers always has one default: it
+ * Connects or disconnects a number, makes it the default, names the AI agent that answers its
+ * conversations (`agentId`; null: none), or sets its throughput tier (`throughputPerSecond`: the
+ * messages a second Meta allows it; the next send is paced by it). An account with numbers always has one default: it
  * changes by making another number the default, never by unsetting it. The agent must be the
  * account's and not deleted; a paused one may be named (it answers once active).
  */
@@ -140,9 +144,14 @@ export async function updatePhoneNumber(
   s: Services,
   accountId: string,
   id: string,
-  patch: { status?: 'connected' | 'disconnected' | undefined; default?: boolean | undefined; agentId?: string | null | undefined },
+  patch: {
+    status?: 'connected' | 'disconnected' | undefined;
+    default?: boolean | undefined;
+    agentId?: string | null | undefined;
+    throughputPerSecond?: number | undefined;
+  },
 ): Promise<OperatorNumberView> {
-  const { status, default: makeDefault, agentId } = patch;
+  const { status, default: makeDefault, agentId, throughputPerSecond } = patch;
   const row = await s.db.transaction().execute(async (trx): Promise<PhoneNumberRow> => {
     await lockAccount(trx, accountId);
     const cur = await trx
@@ -171,13 +180,14 @@ export async function updatePhoneNumber(
         .executeTakeFirst();
       if (!agent) throw invalid(['agentId'], textFor('agent_ref_not_found'));
     }
-    if (status === undefined && makeDefault === undefined && agentId === undefined) return cur;
+    if (status === undefined && makeDefault === undefined && agentId === undefined && throughputPerSecond === undefined) return cur;
     return trx
       .updateTable('phone_numbers')
       .set({
         ...(status !== undefined ? { status } : {}),
         ...(makeDefault !== undefined ? { is_default: makeDefault } : {}),
         ...(agentId !== undefined ? { agent_id: agentId } : {}),
+        ...(throughputPerSecond !== undefined ? { throughput_per_second: throughputPerSecond } : {}),
       })
       .where('id', '=', cur.id)
       .returningAll()

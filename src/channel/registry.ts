@@ -1,17 +1,25 @@
-// The providers of this process, by name (decisions.md, "Channel").
+// The providers of this process, by name (decisions.md, "Channel"). Sends go through `get`: each
+// provider wrapped so that every send of a number takes the number's slot first (paced.ts).
+import type { Pacer } from '../limits/pacer.js';
+import { PacedProvider } from './paced.js';
 import type { ChannelProvider, ChannelRegistry } from './types.js';
 
 export class Channels implements ChannelRegistry {
-  private readonly providers = new Map<string, ChannelProvider>();
+  private readonly providers = new Map<string, PacedProvider>();
+  constructor(private readonly pacer: Pacer) {}
   register(p: ChannelProvider): void {
-    this.providers.set(p.name, p);
+    this.providers.set(p.name, new PacedProvider(p, this.pacer));
   }
   get(name: string): ChannelProvider {
     const p = this.providers.get(name);
     if (!p) throw new Error(`channel provider "${name}" is not configured`);
     return p;
   }
+  unpaced(name: string): ChannelProvider {
+    return (this.get(name) as PacedProvider).inner;
+  }
   async close(): Promise<void> {
-    for (const p of this.providers.values()) await p.close?.();
+    for (const p of this.providers.values()) await p.close();
+    await this.pacer.close();
   }
 }

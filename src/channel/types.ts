@@ -24,6 +24,12 @@ export interface SendRequest {
   to: string;
   text?: string;
   template?: OutboundTemplate;
+  /**
+   * Longest wait (ms) for the number's next send slot (docs/performance.md "Throughput tiers and
+   * pacing"); further away, the send throws ThroughputBusy without going out. Default
+   * DEFAULT_MAX_WAIT_MS (2 s); a sender that can come back later (a campaign) asks less.
+   */
+  maxWaitMs?: number;
 }
 
 export interface SendResult {
@@ -45,6 +51,23 @@ export class ProviderError extends Error {
   }
 }
 
+/**
+ * The number already sends at its tier: its next slot is further than the send's `maxWaitMs`
+ * (channel/paced.ts). Nothing went out and nothing was reserved; try again after `retryAfterMs`.
+ * Not a ProviderError: the provider was never called.
+ */
+export class ThroughputBusy extends Error {
+  constructor(
+    readonly phoneNumberId: string,
+    /** The number's tier (messages a second). */
+    readonly perSecond: number,
+    /** When a slot within the same wait would be free (ms from now). */
+    readonly retryAfterMs: number,
+  ) {
+    super(`phone number ${phoneNumberId} sends at its tier (${perSecond}/s)`);
+  }
+}
+
 export interface ChannelProvider {
   readonly name: 'sandbox' | 'cloud';
   send(req: SendRequest): Promise<SendResult>;
@@ -52,5 +75,8 @@ export interface ChannelProvider {
 }
 
 export interface ChannelRegistry {
+  /** The provider whose sends are paced per number (every send goes through it). */
   get(name: string): ChannelProvider;
+  /** The provider itself, for what is not a send (the Cloud API's template sync). */
+  unpaced(name: string): ChannelProvider;
 }

@@ -46,6 +46,8 @@ export interface PhoneNumbersTable {
   created_at: TsDefault;
   /** The AI agent that answers this number's conversations (docs/agents.md). */
   agent_id: Generated<string | null>;
+  /** Messages per second Meta allows the number (1..1000, default 80; migrations/0016): its sends are paced under it. */
+  throughput_per_second: Generated<number>;
 }
 
 /** A social-channel account (migrations/0014; docs/operator.md "Social accounts"). */

@@ -218,6 +218,10 @@ export const catalogue = {
     status: 429,
     text: (p) => `Usaste las ${p.limit} llamadas a la API de este mes. Mejorá el plan o esperá al día 1.`,
   },
+  number_throughput: {
+    status: 429,
+    text: (p) => `El número ya envía al máximo de su nivel (${p.limit} mensajes por segundo). Probá de nuevo en unos segundos.`,
+  },
   ip_blocked: {
     status: 429,
     text: 'Demasiados pedidos con claves inválidas desde tu dirección IP. Esperá un minuto y revisá la clave.',
@@ -459,6 +463,8 @@ const providerReasons = {
   graph_template_refused: (p) => `Meta la rechazó: ${p.text}`,
   graph_status: (p) => `Meta respondió con estado ${p.status}`,
   graph_text_code: (p) => `${p.text} (código ${p.code})`,
+  // Ours, not the provider's: the send never reached it (ThroughputBusy, channel/paced.ts).
+  number_throughput: (p) => `no salió: el número ya enviaba al máximo de su nivel (${p.limit} mensajes por segundo)`,
 } as const satisfies Record<string, Text>;
 
 export type ProviderReason = keyof typeof providerReasons;

@@ -1,9 +1,11 @@
-// Builds the limiter for this process: Redis when REDIS_URL is set (shared by every process),
+// Builds the limiter and the pacer for this process: Redis when REDIS_URL is set (shared by every process),
 // in-process memory otherwise (docs/limits.md).
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Clock } from '../lib/clock.js';
 import { MemoryLimiter } from './memory.js';
+import { MemoryPacer, type Pacer } from './pacer.js';
+import { RedisPacer } from './pacer-redis.js';
 import { RedisLimiter } from './redis.js';
 import type { CapOutcome, Limiter, RecordedApiCalls } from './types.js';
 
@@ -41,4 +43,10 @@ export function createLimiter(config: Config, clock: Clock, recordedApiCalls: Re
     clock,
     log,
   });
+}
+
+/** The per-number pacer (limits/pacer.ts): shared in Redis when REDIS_URL is set, in memory otherwise. */
+export function createPacer(config: Config, clock: Clock, log: Logger): Pacer {
+  if (!config.REDIS_URL) return new MemoryPacer(clock);
+  return new RedisPacer({ url: config.REDIS_URL, prefix: config.REDIS_KEY_PREFIX, clock, log });
 }

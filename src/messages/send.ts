@@ -10,7 +10,8 @@ import { cancelRunning } from '../automations/cancel.js';
 import { answererOf, recordAnswer } from '../cases/handled-by.js';
 import { lockOpenCase } from '../cases/open.js';
 import { sendInstagram } from '../channel/instagram/send.js';
-import { ProviderError } from '../channel/types.js';
+import { throughputBusyError, throughputBusyReason } from '../channel/paced.js';
+import { ProviderError, ThroughputBusy } from '../channel/types.js';
 import { contactForSend, getContact, markMarketingOptOut } from '../contacts/service.js';
 import { conversationFor, getConversationRow, setHandling, touchInboundWindow, windowOpen } from '../conversations/service.js';
 import type { Db, Trx } from '../db/index.js';
@@ -364,8 +365,13 @@ export async function sendInConversation(s: Services, account: AccountRow, input
 /** Marks the message failed with the provider's code and reason, and returns the error to answer. */
 async function failAtSend(s: Services, pending: { id: string; contact_id: string }, err: unknown, social = false): Promise<ApiError> {
   const messageId = pending.id;
-  const pe = err instanceof ProviderError ? err : new ProviderError('temporary', providerReason('unexpected'), null);
-  if (!(err instanceof ProviderError)) s.log.error({ err, messageId }, 'channel provider failed unexpectedly');
+  // No slot of the number in time: it never went out; failed with our reason, answered 429 (channel/paced.ts).
+  const busy = err instanceof ThroughputBusy ? err : null;
+  const pe =
+    err instanceof ProviderError
+      ? err
+      : new ProviderError('temporary', busy ? throughputBusyReason(busy) : providerReason('unexpected'), null);
+  if (!(err instanceof ProviderError) && !busy) s.log.error({ err, messageId }, 'channel provider failed unexpectedly');
   const now = s.clock.now();
   await transaction(s.db, async (trx) => {
     // 131050 at send (the provider may answer it synchronously): the contact blocks marketing.
@@ -377,6 +383,7 @@ async function failAtSend(s: Services, pending: { id: string; contact_id: string
       .where('id', '=', messageId)
       .execute();
   });
+  if (busy) return throughputBusyError(busy, messageId);
   const opts = { params: { reason: pe.reason }, extra: { code: pe.code, messageId } };
   switch (pe.kind) {
     case 'window':

@@ -245,7 +245,16 @@ describe('contract shapes an external suite checks key by key', () => {
     expect(me.body.usage.period.start).toMatch(ISO_MS);
     expect(me.body.usage.period.end).toMatch(ISO_MS);
     expect(me.body.phoneNumbers).toEqual([
-      { id: acc.phoneNumberId, phone: acc.phone, name: 'Principal', provider: 'sandbox', status: 'connected', default: true },
+      // throughputPerSecond: the number's tier (docs/decisions.md "Throughput tier in GET /me").
+      {
+        id: acc.phoneNumberId,
+        phone: acc.phone,
+        name: 'Principal',
+        provider: 'sandbox',
+        status: 'connected',
+        default: true,
+        throughputPerSecond: 80,
+      },
     ]);
     const enterprise = await app.createAccount({ plan: 'enterprise' });
     const unlimited = (await enterprise.call('GET', '/me')).body.limits;

@@ -24,7 +24,7 @@ const approvedTemplate = async (accountId: string) => {
 };
 
 describe('phone numbers (operator.md)', () => {
-  it('POST phone-numbers → 201 {id, phone, name, provider, status: "connected", default, agentId}; "the first one is the default"', async () => {
+  it('POST phone-numbers → 201 {id, phone, name, provider, status: "connected", default, agentId, throughputPerSecond: 80}; "the first one is the default"', async () => {
     const acc = await app.createAccount();
     expect(acc.phoneNumberId).toMatch(/^[0-9a-f-]{36}$/);
     const second = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: '+54 9 11 5555-0100', name: 'Ventas' });
@@ -37,6 +37,7 @@ describe('phone numbers (operator.md)', () => {
       status: 'connected',
       default: false,
       agentId: null,
+      throughputPerSecond: 80,
     });
     const me = await acc.call('GET', '/me');
     expect(me.body.phoneNumbers.map((p: any) => [p.id, p.default])).toEqual([

@@ -15,7 +15,7 @@ export interface GraphCall {
   headers: IncomingMessage['headers'];
   /** Parsed JSON body (null when none). */
   body: any;
-  /** When the request's body was in (Date.now()). */
+  /** When the request arrived (ms since the epoch, sub-millisecond: performance.timeOrigin + now()). */
   at: number;
 }
 
@@ -84,6 +84,7 @@ export async function startFakeGraph(): Promise<FakeGraph> {
   let base = '';
 
   const server: Server = createServer((req, res) => {
+    const at = performance.timeOrigin + performance.now();
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -101,7 +102,7 @@ export async function startFakeGraph(): Promise<FakeGraph> {
         query: Object.fromEntries(u.searchParams),
         headers: req.headers,
         body,
-        at: Date.now(),
+        at,
       };
       calls.push(call);
       void handle(call, res);

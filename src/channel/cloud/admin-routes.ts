@@ -16,7 +16,7 @@ export const cloudAdminRoutes: RoutesFn = (app, s) => {
     },
     async (req) => {
       // The runtime always registers the cloud provider: its Graph client (pool, timeouts) is shared.
-      const provider = s.channels.get('cloud') as CloudProvider;
+      const provider = s.channels.unpaced('cloud') as CloudProvider;
       return syncTemplates(s, provider.graph, req.params.id);
     },
   );

@@ -1,0 +1,279 @@
+// Per-number throughput tiers (issue 18; docs/performance.md "Throughput tiers and pacing"): every
+// send of a number takes the number's next slot, paced at 95 % of its tier, shared by every process
+// through Redis; a 130429 from Graph halves the rate, which then recovers. Measured where Meta would
+// count: the arrival times at a fake Graph.
+//
+// The rate measurements run the app as child processes (test/server-process.ts): the fake Graph's
+// clock is then not stalled by the app's own work (PGlite runs in the thread that starts it).
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeGraph, startFakeGraph } from '../fakes/graph.js';
+import { ADMIN_TOKEN, freshPhone, type Res, request, startTestApp, type TestApp } from '../harness.js';
+import { spawnServer } from '../server-process.js';
+
+const CLOUD_ENV = { CHANNEL_PROVIDER: 'cloud', GRAPH_TIMEOUT_MS: '2000' };
+const PACE_SHARE = 0.95;
+
+let fake: FakeGraph;
+let app: TestApp;
+const cleanup: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  fake = await startFakeGraph();
+  app = await startTestApp({ env: { ...CLOUD_ENV, GRAPH_API_URL: fake.url } });
+});
+afterAll(async () => {
+  for (const f of cleanup.reverse()) await f().catch(() => {});
+  await app?.close();
+  await fake?.close();
+});
+beforeEach(() => fake.reset());
+
+/** What the tests need of a server: the operator API and /api/v1. */
+interface Server {
+  admin<T = any>(method: string, path: string, body?: unknown): Promise<Res<T>>;
+  api<T = any>(key: string | null, method: string, path: string, body?: unknown): Promise<Res<T>>;
+}
+
+/** `chasqui serve` as a child process on the fake Graph (PGlite in a temporary DATA_DIR unless `env` says otherwise). */
+async function childServer(env: Record<string, string>): Promise<Server> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'chasqui-tier-'));
+  cleanup.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+  const { url } = await spawnServer(
+    {
+      DATA_DIR: dataDir,
+      DATABASE_URL: '',
+      REDIS_URL: '',
+      ADMIN_TOKEN,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      SEED_DEMO: 'off',
+      SANDBOX_AUTO_STATUS: 'off',
+      LOG_LEVEL: 'silent',
+      GRAPH_API_URL: fake.url,
+      ...CLOUD_ENV,
+      ...env,
+    },
+    (fn) => cleanup.push(fn),
+    60_000,
+  );
+  return {
+    admin: (method, path, body) => request(`${url}/admin/v1${path}`, method, body, { authorization: `Bearer ${ADMIN_TOKEN}` }),
+    api: (key, method, path, body) => request(`${url}/api/v1${path}`, method, body, key ? { authorization: `Bearer ${key}` } : {}),
+  };
+}
+
+const digits = (n: number) => Array.from(randomBytes(n), (b) => String(b % 10)).join('');
+
+interface CloudNumber {
+  acc: { id: string; key: string };
+  id: string;
+  graphId: string;
+  templateId: string;
+}
+
+/** An account (no minute caps) with a Cloud API number of the given tier and one approved template. */
+async function cloudNumber(on: Server, tier: number | null): Promise<CloudNumber> {
+  const made = await on.admin('POST', '/accounts', {
+    name: 'Tienda',
+    plan: 'escala',
+    limits: { messagesPerMinute: null, requestsPerMinute: null },
+  });
+  expect(made.status).toBe(201);
+  const key = await on.admin('POST', `/accounts/${made.body.id}/keys`, { name: 'k' });
+  expect(key.status).toBe(201);
+  const acc = { id: made.body.id as string, key: key.body.key as string };
+  const c = {
+    phoneNumberId: digits(15),
+    wabaId: digits(15),
+    accessToken: `EAAG${randomBytes(24).toString('base64url')}`,
+    appSecret: randomBytes(16).toString('hex'),
+    verifyToken: `vt-${randomBytes(8).toString('hex')}`,
+  };
+  const created = await on.admin('POST', `/accounts/${acc.id}/phone-numbers`, {
+    phone: freshPhone({ spelling: 'digits' }),
+    provider: 'cloud',
+    cloud: c,
+  });
+  expect(created.status).toBe(201);
+  expect(created.body.throughputPerSecond).toBe(80);
+  const patch = { default: true, ...(tier !== null ? { throughputPerSecond: tier } : {}) };
+  const patched = await on.admin('PATCH', `/accounts/${acc.id}/phone-numbers/${created.body.id}`, patch);
+  expect(patched.status).toBe(200);
+  fake.tokens.set(c.phoneNumberId, c.accessToken);
+  fake.tokens.set(c.wabaId, c.accessToken);
+  const name = `aviso_${randomBytes(4).toString('hex')}`;
+  fake.templates.set(c.wabaId, [
+    {
+      id: `1${digits(14)}`,
+      name,
+      language: 'es_AR',
+      status: 'APPROVED',
+      category: 'UTILITY',
+      components: [{ type: 'BODY', text: 'Tu pedido está listo.' }],
+    },
+  ]);
+  const synced = await on.admin('POST', `/accounts/${acc.id}/templates/sync`);
+  expect(synced.status).toBe(200);
+  const tpl = synced.body.templates.find((t: { name: string }) => t.name === name);
+  expect(tpl).toBeDefined();
+  return { acc, id: created.body.id, graphId: c.phoneNumberId, templateId: tpl.id };
+}
+
+const send = (on: Server, n: CloudNumber, to = freshPhone()) =>
+  on.api(n.acc.key, 'POST', '/messages', { to, template: { id: n.templateId } });
+
+/** Arrival times (ms) at the fake Graph of the sends from this number, in order. */
+const arrivals = (n: CloudNumber) =>
+  fake
+    .sends()
+    .filter((c) => c.path.endsWith(`/${n.graphId}/messages`))
+    .map((c) => c.at)
+    .sort((a, b) => a - b);
+
+/** The most arrivals in any one-second window (a window starting at each arrival: the worst case). */
+function maxInOneSecond(times: number[]): number {
+  let best = 0;
+  let j = 0;
+  for (let i = 0; i < times.length; i++) {
+    while (times[i]! - times[j]! >= 1000) j++;
+    best = Math.max(best, i - j + 1);
+  }
+  return best;
+}
+
+const rateOf = (times: number[]) => (times.length - 1) / ((times.at(-1)! - times[0]!) / 1000);
+
+/**
+ * Keeps `senders` sends in flight on each server (each sender sends again once answered) for
+ * `warmMs` (compiled paths, connections to the fake Graph, the first contacts), then records the
+ * fake Graph afresh for `ms` more; resolves with every status answered.
+ */
+async function flood(on: Server[], n: CloudNumber, senders: number, ms: number, warmMs = 1_000): Promise<number[]> {
+  const start = Date.now();
+  const until = start + warmMs + ms;
+  const warm = setTimeout(() => fake.reset(), warmMs);
+  const statuses: number[] = [];
+  // One recipient for all: a send then costs the server little besides the pacing.
+  const to = freshPhone();
+  const loop = async (server: Server) => {
+    while (Date.now() < until) statuses.push((await send(server, n, to)).status);
+  };
+  await Promise.all(on.flatMap((server) => Array.from({ length: senders }, () => loop(server))));
+  clearTimeout(warm);
+  return statuses;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const gaps = (times: number[]) => times.slice(1).map((t, i) => t - times[i]!);
+
+describe('PATCH …/phone-numbers/{pnId} throughputPerSecond (operator.md "Channel numbers")', () => {
+  it('"an integer from 1 to 1000": 0, 1001, "x", 2.5 and null get a Spanish 400; 1000 is kept and shown to the operator and in GET /me', async () => {
+    const acc = await app.createAccount();
+    const path = `/accounts/${acc.id}/phone-numbers/${acc.phoneNumberId}`;
+    for (const bad of [0, 1001, 'x', 2.5, null, -5]) {
+      const r = await app.admin('PATCH', path, { throughputPerSecond: bad });
+      expect(r.status, JSON.stringify(bad)).toBe(400);
+      const problems = JSON.parse(r.body.error.message);
+      expect(problems[0].path).toEqual(['throughputPerSecond']);
+      expect(problems[0].message).toMatch(/[áéíóúñ]|debe|tiene|número|entero|mayor|menor/i);
+    }
+    const ok = await app.admin('PATCH', path, { throughputPerSecond: 1000 });
+    expect(ok.status).toBe(200);
+    expect(ok.body.throughputPerSecond).toBe(1000);
+    const listed = await app.admin('GET', `/accounts/${acc.id}/phone-numbers`);
+    expect(listed.body.data.find((p: { id: string }) => p.id === acc.phoneNumberId).throughputPerSecond).toBe(1000);
+    const me = await acc.call('GET', '/me');
+    expect(me.body.phoneNumbers[0].throughputPerSecond).toBe(1000);
+  });
+});
+
+describe('pacing in one process (docs/performance.md "Throughput tiers and pacing")', () => {
+  it('"never more than the tier in any one-second window, at least 0.9 of 95 % of it": the memory pacer (PGlite, no Redis), tier 10 over ~3 s at the fake Graph', async () => {
+    const one = await childServer({});
+    const n = await cloudNumber(one, 10);
+    const statuses = await flood([one], n, 8, 3_000);
+    expect(statuses.every((s) => s === 201)).toBe(true);
+    const times = arrivals(n);
+    expect(times.length).toBeGreaterThanOrEqual(25);
+    expect(maxInOneSecond(times)).toBeLessThanOrEqual(10);
+    expect(rateOf(times)).toBeGreaterThanOrEqual(0.9 * PACE_SHARE * 10);
+    expect(rateOf(times)).toBeLessThanOrEqual(10);
+  }, 90_000);
+
+  it('"a send that finds no slot within 2 s does not go out": 429 with Retry-After and the Spanish text; the message is failed with our reason, not the provider\'s', async () => {
+    const n = await cloudNumber(app, 1);
+    // Tier 1: slots every ~1.05 s (95 %); of eight sends at once, those whose slot is over 2 s away are refused.
+    const to = freshPhone();
+    const answers = await Promise.all(Array.from({ length: 8 }, () => send(app, n, to)));
+    const ok = answers.filter((r) => r.status === 201);
+    const busy = answers.filter((r) => r.status === 429);
+    expect(ok.length + busy.length).toBe(8);
+    expect(ok.length).toBeGreaterThanOrEqual(2);
+    expect(busy.length).toBeGreaterThanOrEqual(1);
+    for (const r of busy) {
+      expect(r.body.error).toBe('El número ya envía al máximo de su nivel (1 mensajes por segundo). Probá de nuevo en unos segundos.');
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      const msg = await app.api(n.acc.key, 'GET', `/messages/${r.body.messageId}`);
+      expect(msg.status).toBe(200);
+      expect(msg.body.status).toBe('failed');
+      expect(msg.body.code).toBeNull();
+      expect(msg.body.error).toBe('no salió: el número ya enviaba al máximo de su nivel (1 mensajes por segundo)');
+    }
+    // Only the sends that had a slot reached Graph (their spacing is measured by the child-process tests).
+    expect(arrivals(n).length).toBe(ok.length);
+  });
+
+  it('"a 130429 halves the number\'s rate, then it recovers": the caller gets provider_temporary; the spacing doubles, and is back after 10 s of the clock', async () => {
+    const n = await cloudNumber(app, 6);
+    const interval = 1000 / (6 * PACE_SHARE);
+    fake.queue({
+      error: { status: 400, code: 130429, message: '(#130429) Rate limit hit', details: 'Cloud API message throughput has been reached.' },
+    });
+    const refused = await send(app, n);
+    expect(refused.status).toBe(502);
+    expect(refused.body.code).toBe(130429);
+    expect(refused.body.error).toContain('se alcanzó el límite de envíos por segundo del número en Meta');
+
+    fake.reset();
+    await flood([app], n, 4, 2_500, 0);
+    const slowed = gaps(arrivals(n)).slice(1);
+    expect(slowed.length).toBeGreaterThanOrEqual(4);
+    expect(median(slowed)).toBeGreaterThanOrEqual(2 * interval * 0.9);
+    expect(median(slowed)).toBeLessThanOrEqual(2 * interval * 1.5);
+
+    app.clock.advance(10_000);
+    fake.reset();
+    await flood([app], n, 4, 1_500, 0);
+    const back = gaps(arrivals(n)).slice(1);
+    expect(median(back)).toBeGreaterThanOrEqual(interval * 0.9);
+    expect(median(back)).toBeLessThanOrEqual(interval * 1.5);
+  });
+});
+
+describe('pacing across processes (shared in Redis: docs/performance.md "Throughput tiers and pacing")', () => {
+  const shared = Boolean(process.env.DATABASE_URL && process.env.REDIS_URL);
+  it.skipIf(!shared)(
+    '"the tier holds for the number whatever process sends": two processes on one number of tier 10 never put more than 10 in a one-second window, and reach ≥ 0.9 of 95 % of it',
+    async () => {
+      // `app` made the database; two child processes share it and one Redis key prefix.
+      const env = {
+        DATABASE_URL: app.databaseUrl,
+        REDIS_URL: process.env.REDIS_URL ?? '',
+        REDIS_KEY_PREFIX: `chasqui-tier-${randomBytes(4).toString('hex')}`,
+      };
+      const [a, b] = await Promise.all([childServer(env), childServer(env)]);
+      const n = await cloudNumber(a!, 10);
+      const statuses = await flood([a!, b!], n, 4, 3_000);
+      expect(statuses.every((s) => s === 201)).toBe(true);
+      const times = arrivals(n);
+      expect(times.length).toBeGreaterThanOrEqual(25);
+      expect(maxInOneSecond(times)).toBeLessThanOrEqual(10);
+      expect(rateOf(times)).toBeGreaterThanOrEqual(0.9 * PACE_SHARE * 10);
+    },
+    120_000,
+  );
+});
