@@ -119,7 +119,12 @@ export async function campaignFigures() {
       );
     await seed('a', '5491150', AUDIENCE);
     await seed('b', '5491160', BIG_AUDIENCE);
-    const tier = (perSecond: number) => admin(server.url, 'PATCH', `/accounts/${acc.id}/phone-numbers/${number.id}`, { throughputPerSecond: perSecond });
+    const tier = (perSecond: number) =>
+      must(
+        admin(server.url, 'PATCH', `/accounts/${acc.id}/phone-numbers/${number.id}`, { throughputPerSecond: perSecond }),
+        200,
+        'set tier',
+      );
     const start = (lote: string) =>
       must(
         admin(server.url, 'POST', `/accounts/${acc.id}/campaigns`, {

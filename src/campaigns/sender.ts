@@ -8,6 +8,7 @@
 // sendMessage's rules (send.ts) for the template, the number, the variables and the provider's
 // answers.
 import { sql } from 'kysely';
+import { THROUGHPUT_CODE } from '../channel/paced.js';
 import { ProviderError } from '../channel/types.js';
 import { conversationsForMany } from '../conversations/service.js';
 import { transaction } from '../db/retry.js';
@@ -20,14 +21,6 @@ import { applyEarlyStatusesOf } from '../messages/status.js';
 import type { Services } from '../services.js';
 import { emitEvent } from '../webhooks/outbox.js';
 import { audienceCondition, campaignView, startInTrx } from './service.js';
-
-/** Graph's "rate limit hit" for a number's throughput. */
-const THROUGHPUT_REFUSED = 130429;
-
-/** Waits for the number's next send slot (the pacer); false when none comes within maxWaitMs. */
-async function takeSlot(_s: Services, _n: PhoneNumberRow, _maxWaitMs: number): Promise<boolean> {
-  return true;
-}
 
 /** A slice: the recipients prepared together, worth this long of the number's tier. */
 const SLICE_S = 0.1;
@@ -152,9 +145,6 @@ const after = (cursor: string | null) => (cursor === null ? sql<boolean>`true` :
 
 const sliceSize = (perSecond: number) => Math.max(1, Math.min(SLICE_MAX, Math.ceil(perSecond * SLICE_S)));
 
-/** The number's throughput tier (messages per second). */
-const tierOf = (n: PhoneNumberRow): number => (n as PhoneNumberRow & { throughput_per_second?: number }).throughput_per_second ?? 80;
-
 /**
  * Prepares the next slice of a sending campaign in one transaction, the campaign row locked (so two
  * lanes never read the same contacts): recipients due again first, then the next contacts of the
@@ -183,7 +173,7 @@ async function prepareSlice(s: Services, campaignId: string): Promise<Slice> {
       throw err;
     }
     const marketing = template.category === 'MARKETING';
-    const size = sliceSize(tierOf(number));
+    const size = sliceSize(number.throughput_per_second);
     const { rows: again } = await sql<Candidate>`
       SELECT r.contact_id, r.attempts, k.phone, k.attributes, k.opted_out, k.marketing_opt_out
       FROM campaign_recipients r LEFT JOIN contacts k ON k.id = r.contact_id
@@ -310,6 +300,7 @@ async function callProvider(s: Services, slice: Extract<Slice, { kind: 'items' }
       messageId: item.messageId,
       from: slice.number,
       to: item.phone,
+      slotTaken: true,
       template: {
         id: t.id,
         name: t.name,
@@ -326,7 +317,7 @@ async function callProvider(s: Services, slice: Extract<Slice, { kind: 'items' }
     const text = providerApiError(pe, item.messageId).message.slice(0, 500);
     // Graph's throughput refusal is the number's, not the recipient's: tried again soon, not counted
     // as a try (the number was slowed down by the provider wrapper).
-    if (pe.code === THROUGHPUT_REFUSED)
+    if (pe.code === THROUGHPUT_CODE)
       return { item, kind: 'retry', error: pe, text, at: new Date(s.clock.ms() + THROTTLED_RETRY_MS), counts: false };
     // Provider down, rate limited or too slow: tried again later with a new message; after the
     // last try of the schedule it counts as failed.
@@ -429,11 +420,15 @@ export function stopCampaignSends(s: Services): void {
  * Sends one campaign until nothing of it is due: slices prepared one ahead, each send taking the
  * number's next slot first (so the campaign runs at the tier whatever Graph's latency, with as many
  * calls in flight as that takes), outcomes written in batches. Returns the recipients handled.
+ * A giveBack that fails leaves its recipients `sending` with unsent messages: the next run counts
+ * them `interrupted` (never sent twice).
  */
 async function sendCampaign(s: Services, campaignId: string): Promise<number> {
   const stopping = () => stopped.has(s);
   const outcomes = new Outcomes(s, campaignId);
   const inFlight = new Set<Promise<void>>();
+  /** Recipients whose slot did not come in time (the number is busy) or came after a stop. */
+  const unsent: SliceItem[] = [];
   let handled = 0;
   let next: Promise<Slice> | null = prepareSlice(s, campaignId);
   try {
@@ -449,22 +444,34 @@ async function sendCampaign(s: Services, campaignId: string): Promise<number> {
         break;
       }
       handled += slice.skipped;
-      const { items } = slice;
-      let i = 0;
-      for (; i < items.length; i++) {
-        if (!next && i >= items.length / 2 && !stopping()) next = prepareSlice(s, campaignId);
-        if (stopping() || !(await takeSlot(s, slice.number, SLOT_WAIT_MS))) break;
-        const p: Promise<void> = callProvider(s, slice, items[i]!).then((o) => outcomes.add(o));
-        inFlight.add(p);
-        void p.finally(() => inFlight.delete(p));
-        handled += 1;
-        if (inFlight.size >= MAX_IN_FLIGHT) await Promise.race(inFlight);
-      }
-      if (i < items.length) {
-        await giveBack(s, campaignId, items.slice(i));
+      if (stopping()) {
+        unsent.push(...slice.items);
         break;
       }
-      if (!next && !stopping()) next = prepareSlice(s, campaignId);
+      // Every send of the slice reserves its slot now (one after another at the tier's interval)
+      // and goes out when its slot comes; the reservations are made ahead, so a late timer delays
+      // one send, never the number's pace.
+      const slots = slice.items.map((item) => {
+        const slot = s.channels.slot(slice.number, SLOT_WAIT_MS).catch(() => false);
+        const p = slot.then(async (ok) => {
+          if (!ok || stopping()) {
+            unsent.push(item);
+            return;
+          }
+          handled += 1;
+          outcomes.add(await callProvider(s, slice, item));
+        });
+        inFlight.add(p);
+        void p.finally(() => inFlight.delete(p));
+        return slot;
+      });
+      // The next slice is prepared meanwhile, and its slots reserved once half of this one's have
+      // come: the number always has about a slice reserved ahead, never more than one and a half.
+      next = prepareSlice(s, campaignId);
+      await slots[Math.floor(slots.length / 2)];
+      // A busy number (its slots went to other senders) or a stop: the rest waits for the next run.
+      if (unsent.length > 0 || stopping()) break;
+      while (inFlight.size >= MAX_IN_FLIGHT) await Promise.race(inFlight);
     }
   } catch (err) {
     // The database refused a slice (ours, never the recipients'): nothing of it was sent; the
@@ -473,9 +480,12 @@ async function sendCampaign(s: Services, campaignId: string): Promise<number> {
   } finally {
     if (next) {
       const unused = await next.catch(() => null);
-      if (unused?.kind === 'items') await giveBack(s, campaignId, unused.items).catch(() => {});
+      if (unused?.kind === 'items') unsent.push(...unused.items);
     }
     await Promise.allSettled(inFlight);
+    await giveBack(s, campaignId, unsent).catch((err) =>
+      s.log.warn({ err: { message: (err as Error).message }, campaignId }, 'campaign slice not given back'),
+    );
     await outcomes.flush();
   }
   return handled;

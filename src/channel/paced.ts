@@ -20,15 +20,18 @@ export class PacedProvider implements ChannelProvider {
   }
 
   /**
-   * Waits for the number's slot (at most `req.maxWaitMs`, default 2 s), then sends. No slot in
+   * Waits for the number's slot (at most `req.maxWaitMs`, default 2 s; none when the sender took it:
+   * `req.slotTaken`), then sends. No slot in
    * time → ThroughputBusy (nothing sent). A 130429 slows the number down in every process, then
    * is rethrown as the ProviderError it is.
    */
   async send(req: SendRequest): Promise<SendResult> {
     const number = req.from;
     const maxWaitMs = req.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
-    const slot = await this.pacer.reserve(number.id, number.throughput_per_second, maxWaitMs);
-    if (!slot.ok) throw new ThroughputBusy(number.id, number.throughput_per_second, Math.max(1, slot.waitMs - maxWaitMs));
+    if (!req.slotTaken) {
+      const slot = await this.pacer.reserve(number.id, number.throughput_per_second, maxWaitMs);
+      if (!slot.ok) throw new ThroughputBusy(number.id, number.throughput_per_second, Math.max(1, slot.waitMs - maxWaitMs));
+    }
     try {
       return await this.inner.send(req);
     } catch (err) {

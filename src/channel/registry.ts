@@ -1,5 +1,6 @@
 // The providers of this process, by name (decisions.md, "Channel"). Sends go through `get`: each
 // provider wrapped so that every send of a number takes the number's slot first (paced.ts).
+import type { PhoneNumberRow } from '../db/types.js';
 import type { Pacer } from '../limits/pacer.js';
 import { PacedProvider } from './paced.js';
 import type { ChannelProvider, ChannelRegistry } from './types.js';
@@ -14,6 +15,9 @@ export class Channels implements ChannelRegistry {
     const p = this.providers.get(name);
     if (!p) throw new Error(`channel provider "${name}" is not configured`);
     return p;
+  }
+  slot(number: PhoneNumberRow, maxWaitMs: number): Promise<boolean> {
+    return this.pacer.take(number.id, number.throughput_per_second, maxWaitMs);
   }
   unpaced(name: string): ChannelProvider {
     return (this.get(name) as PacedProvider).inner;

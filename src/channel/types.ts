@@ -30,6 +30,11 @@ export interface SendRequest {
    * DEFAULT_MAX_WAIT_MS (2 s); a sender that can come back later (a campaign) asks less.
    */
   maxWaitMs?: number;
+  /**
+   * The sender already holds the number's slot for this send (ChannelRegistry.slot): a campaign
+   * takes its slots one by one ahead of its calls, so it knows when to prepare the next slice.
+   */
+  slotTaken?: boolean;
 }
 
 export interface SendResult {
@@ -79,4 +84,9 @@ export interface ChannelRegistry {
   get(name: string): ChannelProvider;
   /** The provider itself, for what is not a send (the Cloud API's template sync). */
   unpaced(name: string): ChannelProvider;
+  /**
+   * Takes the number's next send slot and waits for it (false, nothing taken, when it is further
+   * than maxWaitMs away); the send that uses it says `slotTaken`.
+   */
+  slot(number: PhoneNumberRow, maxWaitMs: number): Promise<boolean>;
 }

@@ -51,7 +51,7 @@ async function scenario(graph: FakeGraph, dbEnv: Record<string, string>) {
     GRAPH_API_URL: graph.url,
     REDIS_KEY_PREFIX: `chasqui-ckill-${process.pid}`,
   };
-  const first = await spawnServer(env, (fn) => cleanup.push(fn), 30_000);
+  const first = await spawnServer(env, (fn) => cleanup.push(fn));
   const admin = (method: string, path: string, body?: unknown) =>
     request(`${first.url}/admin/v1${path}`, method, body, { authorization: `Bearer ${ADMIN_TOKEN}` });
   const acc = (await admin('POST', '/accounts', { name: 'Kill', plan: 'escala' })).body;
@@ -139,7 +139,7 @@ describe('a campaign killed mid-send (SIGKILL) sends nobody twice and keeps exac
       cleanup.push(() => holder.close());
       await scenario(graph, { DATABASE_URL: holder.databaseUrl, DATA_DIR: tempDir() });
     },
-    120_000,
+    240_000,
   );
 
   it.skipIf(!!process.env.DATABASE_URL)(
@@ -148,6 +148,6 @@ describe('a campaign killed mid-send (SIGKILL) sends nobody twice and keeps exac
       await start();
       await scenario(graph, { DATA_DIR: tempDir(), DATABASE_URL: '' });
     },
-    120_000,
+    240_000,
   );
 });
