@@ -1,6 +1,6 @@
 // The `campaigns` job: starts due campaigns, sends their audience at the number's throughput tier
 // (docs/performance.md "Campaigns"), and completes the finished ones (`campaign.completed`).
-// A campaign is sent in slices of about 100 ms of its number's tier: each slice's recipients,
+// A campaign is sent in slices of about 200 ms of its number's tier: each slice's recipients,
 // conversations and `pending` messages are written in one transaction (the recipients `sending`:
 // their start is recorded before any call), the provider calls go out one per slot of the number's
 // pacer, outside any transaction, and their outcomes are written back in batches. Campaign sends
@@ -23,8 +23,10 @@ import { emitEvent } from '../webhooks/outbox.js';
 import { audienceCondition, campaignView, startInTrx } from './service.js';
 
 /** A slice: the recipients prepared together, worth this long of the number's tier. */
-const SLICE_S = 0.1;
+const SLICE_S = 0.2;
 const SLICE_MAX = 200;
+/** Slices prepared ahead of the one being sent. */
+const PREPARED_AHEAD = 2;
 /** Provider calls of one campaign in flight at once (a slow Graph: the lane waits). */
 const MAX_IN_FLIGHT = 1_000;
 /** Outcomes are written together: at most this many, or this long after the first. */
@@ -430,11 +432,15 @@ async function sendCampaign(s: Services, campaignId: string): Promise<number> {
   /** Recipients whose slot did not come in time (the number is busy) or came after a stop. */
   const unsent: SliceItem[] = [];
   let handled = 0;
-  let next: Promise<Slice> | null = prepareSlice(s, campaignId);
+  // Slices prepared ahead (PREPARED_AHEAD): a slow transaction never leaves the number idle.
+  const ready: Promise<Slice>[] = [];
+  const refill = () => {
+    while (ready.length < PREPARED_AHEAD) ready.push(prepareSlice(s, campaignId));
+  };
+  refill();
   try {
-    while (next) {
-      const slice: Slice = await next;
-      next = null;
+    for (;;) {
+      const slice: Slice = await ready.shift()!;
       if (slice.kind === 'done') break;
       if (slice.kind === 'fatal') {
         await Promise.allSettled(inFlight);
@@ -465,9 +471,9 @@ async function sendCampaign(s: Services, campaignId: string): Promise<number> {
         void p.finally(() => inFlight.delete(p));
         return slot;
       });
-      // The next slice is prepared meanwhile, and its slots reserved once half of this one's have
-      // come: the number always has about a slice reserved ahead, never more than one and a half.
-      next = prepareSlice(s, campaignId);
+      // The next slices are prepared meanwhile; the next one's slots are reserved once half of this
+      // one's have come: the number always has about a slice reserved ahead, at most one and a half.
+      refill();
       await slots[Math.floor(slots.length / 2)];
       // A busy number (its slots went to other senders) or a stop: the rest waits for the next run.
       if (unsent.length > 0 || stopping()) break;
@@ -478,8 +484,7 @@ async function sendCampaign(s: Services, campaignId: string): Promise<number> {
     // next run prepares it again.
     s.log.warn({ err: { message: (err as Error).message }, campaignId }, 'campaign slice failed');
   } finally {
-    if (next) {
-      const unused = await next.catch(() => null);
+    for (const unused of await Promise.all(ready.splice(0).map((p) => p.catch(() => null)))) {
       if (unused?.kind === 'items') unsent.push(...unused.items);
     }
     await Promise.allSettled(inFlight);
