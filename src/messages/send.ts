@@ -24,7 +24,7 @@ import {
 } from '../conversations/service.js';
 import type { Db, Executor, Trx } from '../db/index.js';
 import { type JsonRow, withDates } from '../db/json-row.js';
-import { transaction } from '../db/retry.js';
+import { retrying, transaction } from '../db/retry.js';
 import type { AccountRow, MessageRow, MessagesTable, PhoneNumberRow, TemplateRow, TemplateVariable } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
 import { providerReason, textFor } from '../http/messages.es-AR.js';
@@ -221,6 +221,7 @@ interface Written {
   contactId: string | null;
   created: boolean;
   optedOut: boolean;
+  /** The contact's attributes (read only without the message: the origin's send resolves its variables). */
   attributes: Record<string, string>;
   conversationId: string | null;
   lastInboundAt: Date | null;
@@ -291,8 +292,9 @@ async function storeSend(db: Executor, w: SendWrite, withMessage: boolean, accou
     }
   >`
     WITH ${sql.join(ctes)}
-    SELECT c.id AS s_contact_id, c.inserted AS s_created, c.opted_out AS s_opted_out, c.attributes AS s_attributes,
-      v.id AS s_conversation_id, v.last_inbound_at AS s_last_inbound_at${withMessage ? sql`, m.*` : sql``}
+    SELECT c.id AS s_contact_id, c.inserted AS s_created, c.opted_out AS s_opted_out,
+      v.id AS s_conversation_id, v.last_inbound_at AS s_last_inbound_at,
+      ${withMessage ? sql`m.*` : sql`c.attributes AS s_attributes`}
     FROM (SELECT 1) one
       LEFT JOIN send_contact c ON true
       LEFT JOIN send_conversation v ON true
@@ -316,7 +318,7 @@ async function storeSend(db: Executor, w: SendWrite, withMessage: boolean, accou
  * (assertContactRoom), then the same statement.
  */
 async function writeAlone(s: Services, w: SendWrite): Promise<{ message: MessageRow; created: boolean }> {
-  let written = await storeSend(s.db, w, true);
+  let written = await retrying(() => storeSend(s.db, w, true));
   if (written.contactId === null && w.limited) {
     written = await transaction(s.db, async (trx) => {
       await assertContactRoom(trx, w.account);
