@@ -104,6 +104,8 @@ describe('POST /messages (api.md §4)', () => {
     const over = await acc.call('POST', '/messages', { to: freshPhone(), template: { id: t.id } });
     expect(over.status).toBe(402);
     expect(over.body.cause).toMatchObject({ type: 'upgrade', reason: 'limit', resource: 'contacts', limit: 1, used: 1 });
+    // The limit is checked before the window: free text to a new phone at the limit is a 402 too.
+    expect((await acc.call('POST', '/messages', { to: freshPhone(), text: 'hola' })).status).toBe(402);
     expect((await acc.call('POST', '/messages', { to: first, template: { id: t.id } })).status).toBe(201);
   });
 
@@ -190,8 +192,11 @@ describe('the 24-hour window (api.md §3, decisions.md "Channel")', () => {
     const never = await acc.call('POST', '/messages', { to, text: 'hola' });
     expect(never.status).toBe(409);
     expect(never.body.error).toMatch(/24 horas/);
-    // A contact created by a rejected send is rolled back with it.
+    // A rejected send leaves no contact behind, with a contact limit or without one.
     expect(await app.rt.services.db.selectFrom('contacts').select('id').where('account_id', '=', acc.id).execute()).toHaveLength(0);
+    const unlimited = await app.createAccount({ limits: { contacts: null } });
+    expect((await unlimited.call('POST', '/messages', { to, text: 'hola' })).status).toBe(409);
+    expect(await app.rt.services.db.selectFrom('contacts').select('id').where('account_id', '=', unlimited.id).execute()).toHaveLength(0);
 
     const now = app.clock.now().getTime();
     const wrote = await app.inbound({ accountId: acc.id, from: to, text: 'hola', timestamp: new Date(now - 23 * 3600_000).toISOString() });
