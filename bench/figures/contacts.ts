@@ -29,6 +29,7 @@ export async function contactFigures(server: Server) {
     method: 'POST',
     duration: DURATION,
     connections: CONNECTIONS,
+    pid: server.proc.pid,
     headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json' },
     requests: [
       { setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ phone: nextPhone(1), name: 'Ana', attributes: { plan: 'oro' } }) }) },
@@ -91,7 +92,7 @@ export async function contactFigures(server: Server) {
     ratio,
     goal: '≥ 0.50',
     pass: ratio >= 0.5,
-    note: `p99 ${http.p99} ms`,
+    note: `p99 ${http.p99} ms; server CPU ${http.cpuUs?.toFixed(0) ?? '?'} µs/req`,
   });
   return http.rps;
 }

@@ -186,6 +186,29 @@ export async function contactForSend(
 }
 
 /**
+ * contactForSend as CTEs of a send's one statement (messages/send.ts): `send_contact`, one row or
+ * none, with the contact's columns and `inserted`. The contact by phone, locked FOR NO KEY UPDATE
+ * first (docs/architecture.md "Lock order"); else, when `create`, inserted silently (no
+ * contact.created). The caller passes `create` false when the account has a contact limit and has
+ * not yet taken the account's lock (assertContactRoom), and when the send would be refused anyway.
+ * A concurrent first send to the same phone is absorbed by the unique index (its row, locked).
+ */
+export const sendContactCtes = (accountId: string, phone: string, now: Date, create: boolean) => sql`
+  send_contact_found AS (
+    SELECT * FROM contacts WHERE account_id = ${accountId} AND phone = ${phone} FOR NO KEY UPDATE
+  ),
+  send_contact_new AS (
+    INSERT INTO contacts (id, account_id, phone, created_at, updated_at)
+    SELECT ${newId()}::uuid, ${accountId}::uuid, ${phone}::text, ${now}::timestamptz, ${now}::timestamptz
+    WHERE ${create}::boolean AND NOT EXISTS (SELECT 1 FROM send_contact_found)
+    ON CONFLICT (account_id, phone) WHERE phone IS NOT NULL DO UPDATE SET updated_at = ${now}::timestamptz
+    RETURNING *, (xmax = 0) AS inserted
+  ),
+  send_contact AS (
+    SELECT *, false AS inserted FROM send_contact_found UNION ALL SELECT * FROM send_contact_new
+  )`;
+
+/**
  * The contact who wrote (the inbound path): found by phone (or social user), else created
  * (`created` true), and locked first (docs/architecture.md "Lock order"). A concurrent first
  * message of the same person is absorbed by the unique index. A customer who writes is never

@@ -1,5 +1,5 @@
 // Conversations: one contact on one channel number (decisions.md, "Cases").
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Executor } from '../db/index.js';
 import type { ConversationRow, MessageRow, NoteRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
@@ -61,6 +61,34 @@ export async function conversationFor(
   if (!raced) throw new Error('conversation vanished after a conflicting insert');
   return raced;
 }
+
+/**
+ * conversationFor as CTEs of a send's one statement (messages/send.ts), after the contact's
+ * (`send_contact`, contacts/service.ts sendContactCtes): `send_conversation`, one row or none. The
+ * WhatsApp conversation of that contact on the number, locked FOR NO KEY UPDATE after the contact
+ * (the lock order); else created when `create` holds (an SQL condition over `send_contact`). Only
+ * a concurrent creation of the same conversation, which this statement's snapshot cannot see,
+ * falls to the unique index's DO UPDATE, which returns that row (locked FOR UPDATE).
+ */
+export const sendConversationCtes = (accountId: string, phoneNumberId: string, now: Date, create: RawBuilder<boolean>) => sql`
+  send_conversation_found AS (
+    SELECT * FROM conversations
+    WHERE account_id = ${accountId} AND contact_id = (SELECT id FROM send_contact) AND channel = 'whatsapp'
+      AND phone_number_id = ${phoneNumberId} AND social_account_id IS NULL
+    FOR NO KEY UPDATE
+  ),
+  send_conversation_new AS (
+    INSERT INTO conversations (id, account_id, contact_id, phone_number_id, social_account_id, channel, created_at)
+    SELECT ${newId()}::uuid, ${accountId}::uuid, c.id, ${phoneNumberId}::uuid, NULL::uuid, 'whatsapp', ${now}::timestamptz
+    FROM send_contact c
+    WHERE ${create} AND NOT EXISTS (SELECT 1 FROM send_conversation_found)
+    ON CONFLICT (account_id, contact_id, channel, phone_number_id, social_account_id)
+      DO UPDATE SET created_at = conversations.created_at
+    RETURNING *
+  ),
+  send_conversation AS (
+    SELECT * FROM send_conversation_found UNION ALL SELECT * FROM send_conversation_new
+  )`;
 
 /** Free text is allowed within 24 h of the contact's last inbound message (api.md §3). */
 export const windowOpen = (c: Pick<ConversationRow, 'last_inbound_at'>, now: Date): boolean =>

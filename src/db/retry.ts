@@ -28,12 +28,20 @@ const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(reso
  * for a deadlock or a serialization failure. `fn` must only touch the database: it may run more
  * than once, so never call a provider or wake anyone inside it.
  */
-export async function transaction<T>(db: Db, fn: (trx: Trx) => Promise<T>, opts: RetryOptions = {}): Promise<T> {
+export function transaction<T>(db: Db, fn: (trx: Trx) => Promise<T>, opts: RetryOptions = {}): Promise<T> {
+  return retrying(() => db.transaction().execute(fn), opts);
+}
+
+/**
+ * The same retries for `fn` that runs one statement on its own (it commits alone, as a send's
+ * store does without an origin): PostgreSQL rolled it back whole, so it may simply run again.
+ */
+export async function retrying<T>(fn: () => Promise<T>, opts: RetryOptions = {}): Promise<T> {
   const retries = opts.retries ?? TRANSACTION_RETRIES;
   const sleep = opts.sleep ?? realSleep;
   for (let attempt = 0; ; attempt++) {
     try {
-      return await db.transaction().execute(fn);
+      return await fn();
     } catch (err) {
       if (attempt >= retries || !isRetryableConflict(err)) throw err;
       // Jitter keeps the transactions that collided from colliding again in step.

@@ -104,7 +104,38 @@ describe('POST /messages (api.md §4)', () => {
     const over = await acc.call('POST', '/messages', { to: freshPhone(), template: { id: t.id } });
     expect(over.status).toBe(402);
     expect(over.body.cause).toMatchObject({ type: 'upgrade', reason: 'limit', resource: 'contacts', limit: 1, used: 1 });
+    // The limit is checked before the window: free text to a new phone at the limit is a 402 too.
+    expect((await acc.call('POST', '/messages', { to: freshPhone(), text: 'hola' })).status).toBe(402);
     expect((await acc.call('POST', '/messages', { to: first, template: { id: t.id } })).status).toBe(201);
+  });
+
+  it('"A blank value counts as missing": a blank variable takes the attribute, a blank attribute the example', async () => {
+    const acc = await app.createAccount();
+    const t = await template(acc);
+    const to = freshPhone();
+    // Only JavaScript's whitespace, as String.prototype.trim sees it (a no-break space, a tab, an ideographic space).
+    expect((await acc.call('POST', '/contacts', { phone: to, attributes: { nombre: ' \u00a0\t\u3000', pedido: 'Z-7' } })).status).toBe(201);
+    const res = await acc.call('POST', '/messages', { to, template: { id: t.id, variables: { pedido: ' \u2003 ' } } });
+    expect(res.status).toBe(201);
+    expect(res.body.template.variables).toEqual({ nombre: 'Ana', pedido: 'Z-7' });
+    // A character trim keeps (U+0085, U+200B) is not blank.
+    const kept = freshPhone();
+    expect((await acc.call('POST', '/contacts', { phone: kept, attributes: { nombre: '\u200b' } })).status).toBe(201);
+    const odd = await acc.call('POST', '/messages', { to: kept, template: { id: t.id, variables: { pedido: '\u0085' } } });
+    expect(odd.body.template.variables).toEqual({ nombre: '\u200b', pedido: '\u0085' });
+  });
+
+  it('"one per account and canonical phone": concurrent first sends to one new phone store one contact and one conversation', async () => {
+    const acc = await app.createAccount();
+    const t = await template(acc);
+    const to = freshPhone();
+    const sent = await Promise.all(Array.from({ length: 8 }, () => acc.call('POST', '/messages', { to, template: { id: t.id } })));
+    expect(sent.map((r) => r.status)).toEqual(Array(8).fill(201));
+    expect(new Set(sent.map((r) => r.body.contactId)).size).toBe(1);
+    expect(new Set(sent.map((r) => r.body.conversationId)).size).toBe(1);
+    const db = app.rt.services.db;
+    expect(await db.selectFrom('contacts').select('id').where('account_id', '=', acc.id).execute()).toHaveLength(1);
+    expect(await db.selectFrom('conversations').select('id').where('account_id', '=', acc.id).execute()).toHaveLength(1);
   });
 
   it('"404 (template no longer exists)" after DELETE; a template "not yet approved" → 409; another account\'s → 404', async () => {
@@ -161,8 +192,11 @@ describe('the 24-hour window (api.md §3, decisions.md "Channel")', () => {
     const never = await acc.call('POST', '/messages', { to, text: 'hola' });
     expect(never.status).toBe(409);
     expect(never.body.error).toMatch(/24 horas/);
-    // A contact created by a rejected send is rolled back with it.
+    // A rejected send leaves no contact behind, with a contact limit or without one.
     expect(await app.rt.services.db.selectFrom('contacts').select('id').where('account_id', '=', acc.id).execute()).toHaveLength(0);
+    const unlimited = await app.createAccount({ limits: { contacts: null } });
+    expect((await unlimited.call('POST', '/messages', { to, text: 'hola' })).status).toBe(409);
+    expect(await app.rt.services.db.selectFrom('contacts').select('id').where('account_id', '=', unlimited.id).execute()).toHaveLength(0);
 
     const now = app.clock.now().getTime();
     const wrote = await app.inbound({ accountId: acc.id, from: to, text: 'hola', timestamp: new Date(now - 23 * 3600_000).toISOString() });
@@ -218,6 +252,13 @@ describe('the 24-hour window (api.md §3, decisions.md "Channel")', () => {
     expect(tpl.status).toBe(409);
     expect(tpl.body.error).toMatch(/no recibir más mensajes/);
     expect((await acc.call('POST', '/messages', { to, text: 'Listo, no te escribimos más.' })).status).toBe(201);
+    // A refused send leaves nothing behind: no conversation on another number either.
+    const other = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: freshPhone(), name: 'Otro', provider: 'sandbox' });
+    expect(other.status).toBe(201);
+    const there = await acc.call('POST', '/messages', { to, template: { id: t.id }, phoneNumberId: other.body.id });
+    expect(there.status).toBe(409);
+    const convs = await app.rt.services.db.selectFrom('conversations').select('phone_number_id').where('account_id', '=', acc.id).execute();
+    expect(convs.map((c) => c.phone_number_id)).toEqual([acc.phoneNumberId]);
   });
 });
 
