@@ -9,8 +9,9 @@
 // twice changes nothing the second time.
 //
 // Order: each row carries its ordering keys (one per customer of a number, one per WABA with
-// template updates). A row is claimed only when no earlier row (lower id: receipt order) that is
-// still queued shares a key, so a customer's later batch waits for the earlier one, whichever
+// template updates), also kept one per row in `inbound_queue_keys` (key, queue_id) for the check.
+// A row is claimed only when no earlier row (lower id: receipt order) that is still queued shares
+// a key, so a customer's later batch waits for the earlier one, whichever
 // worker or process holds it, while other customers' batches run side by side.
 import { sql } from 'kysely';
 import { ClaimLoop } from '../jobs/claim-loop.js';
@@ -50,9 +51,13 @@ export async function enqueueInbound(
   b: { channel: string; body: string; numbers: string[]; wabas: string[]; keys: string[] },
 ): Promise<void> {
   const now = s.clock.now();
+  // One statement: the batch and its ordering keys commit together.
   await sql`
-    INSERT INTO inbound_queue (channel, body, numbers, wabas, keys, received_at, run_at)
-    VALUES (${b.channel}, ${b.body}, ${b.numbers}::text[], ${b.wabas}::text[], ${b.keys}::text[], ${now}, ${now})`.execute(s.db);
+    WITH q AS (
+      INSERT INTO inbound_queue (channel, body, numbers, wabas, keys, received_at, run_at)
+      VALUES (${b.channel}, ${b.body}, ${b.numbers}::text[], ${b.wabas}::text[], ${b.keys}::text[], ${now}, ${now})
+      RETURNING id, keys)
+    INSERT INTO inbound_queue_keys (key, queue_id) SELECT k, q.id FROM q, unnest(q.keys) k`.execute(s.db);
   s.inbound.wake();
 }
 
@@ -106,7 +111,9 @@ export class InboundWorker {
       WHERE q.id IN (
         SELECT b.id FROM inbound_queue b
         WHERE b.run_at <= ${now}
-          AND NOT EXISTS (SELECT 1 FROM inbound_queue e WHERE e.id < b.id AND e.keys && b.keys)
+          AND NOT EXISTS (
+            SELECT 1 FROM unnest(b.keys) k
+            WHERE EXISTS (SELECT 1 FROM inbound_queue_keys e WHERE e.key = k AND e.queue_id < b.id))
         ORDER BY b.id LIMIT ${limit}
         FOR UPDATE SKIP LOCKED)
       RETURNING q.id, q.channel, q.body, q.numbers, q.wabas, q.received_at, q.attempts, q.claim`.execute(this.s.db);

@@ -620,8 +620,14 @@ export interface InboundQueueTable {
   claim: string | null;
 }
 
+export interface InboundQueueKeysTable {
+  key: string;
+  queue_id: string;
+}
+
 export interface Database {
   inbound_queue: InboundQueueTable;
+  inbound_queue_keys: InboundQueueKeysTable;
   agents: AgentsTable;
   agent_test_conversations: AgentTestConversationsTable;
   agent_stretches: AgentStretchesTable;
