@@ -34,7 +34,7 @@ export type BatchProcessor = (s: Services, row: QueuedBatch) => Promise<{ failed
 
 export const POLL_MS = 250;
 /** Batches processed at once in this process (each runs up to 4 customers side by side). */
-const MAX_IN_FLIGHT = 8;
+const MAX_IN_FLIGHT = 4;
 /** A claim lapses after this long: a process that died mid-batch gives it back. */
 export const LEASE_MS = 60_000;
 /** Back-off after a failed attempt: 1 s, 2 s, 4 s … up to 5 minutes. */

@@ -5,6 +5,7 @@
 // queue retries): messages dedupe on the wamid, statuses only move forward, template updates set a state.
 import { sql } from 'kysely';
 import { receiveInbound } from '../../conversations/inbound.js';
+import type { Db } from '../../db/index.js';
 import type { PhoneNumberRow } from '../../db/types.js';
 import { ApiError } from '../../http/errors.js';
 import { mostAdvanced, reportStatus } from '../../messages/status.js';
@@ -76,6 +77,54 @@ async function numbersByWaba(s: Services, wabaIds: string[]): Promise<PhoneNumbe
 }
 
 /**
+ * The numbers a receipt found, by `g:<Graph phone-number id>` and `w:<WABA id>`, kept 2 s by the
+ * injected clock (as the key cache is), per database. Only found numbers are kept, and a receipt
+ * uses them only when every id it names is kept and every one verifies the signature; anything
+ * else reads the table as before. So a rotated app secret or a removed number is seen at once on
+ * the refusal side, and an old secret still verifies for at most 2 s (processing reads the numbers
+ * again: a removed number's items are skipped there).
+ */
+const KEEP_MS = 2_000;
+const kept = new WeakMap<Db, Map<string, { rows: PhoneNumberRow[]; until: number }>>();
+
+function keptFor(s: Services): Map<string, { rows: PhoneNumberRow[]; until: number }> {
+  let m = kept.get(s.db);
+  if (!m) {
+    m = new Map();
+    kept.set(s.db, m);
+  }
+  return m;
+}
+
+/** Every id's kept rows when all are kept and fresh, else undefined. */
+function keptNumbers(s: Services, graphIds: string[], wabaIds: string[]): [PhoneNumberRow[], PhoneNumberRow[]] | undefined {
+  const m = keptFor(s);
+  const now = s.clock.ms();
+  const out: [PhoneNumberRow[], PhoneNumberRow[]] = [[], []];
+  for (const [i, ids, p] of [
+    [0, graphIds, 'g:'],
+    [1, wabaIds, 'w:'],
+  ] as const) {
+    for (const id of ids) {
+      const e = m.get(p + id);
+      if (!e || e.until <= now) return undefined;
+      out[i].push(...e.rows);
+    }
+  }
+  return out;
+}
+
+function keep(s: Services, byGraphId: PhoneNumberRow[], byWaba: PhoneNumberRow[]): void {
+  const m = keptFor(s);
+  const until = s.clock.ms() + KEEP_MS;
+  if (m.size > 10_000) m.clear();
+  for (const n of byGraphId) m.set(`g:${n.cloud_phone_number_id}`, { rows: [n], until });
+  const wabas = new Map<string, PhoneNumberRow[]>();
+  for (const n of byWaba) wabas.set(n.cloud_waba_id!, [...(wabas.get(n.cloud_waba_id!) ?? []), n]);
+  for (const [id, rows] of wabas) m.set(`w:${id}`, { rows, until });
+}
+
+/**
  * The receipt (before the 200): finds the numbers the batch names, checks the signature with their
  * app secrets, and names the ordering keys of what it will process. Reads only; the caller queues.
  */
@@ -83,7 +132,6 @@ export async function acceptWebhook(s: Services, raw: Buffer, payload: unknown, 
   const { items } = parseWebhook(payload, s.clock.now());
   const graphIds = [...new Set(items.flatMap((i) => (i.kind === 'template' ? [] : [i.graphPhoneNumberId])))];
   const wabaIds = [...new Set(items.flatMap((i) => (i.kind === 'template' ? [i.wabaId] : [])))];
-  const [byGraphId, byWaba] = await Promise.all([numbersByGraphId(s, graphIds), numbersByWaba(s, wabaIds)]);
 
   // Each number's data is authenticated by its own app secret (one Meta app signs one POST).
   const verified = new Map<string, boolean>();
@@ -96,6 +144,12 @@ export async function acceptWebhook(s: Services, raw: Buffer, payload: unknown, 
     }
     return v;
   };
+  let found = keptNumbers(s, graphIds, wabaIds);
+  if (!found?.every((rows) => rows.every(ok))) {
+    found = await Promise.all([numbersByGraphId(s, graphIds), numbersByWaba(s, wabaIds)]);
+    keep(s, ...found);
+  }
+  const [byGraphId, byWaba] = found;
   const numbers = new Set(byGraphId.filter(ok).map((n) => n.cloud_phone_number_id!));
   const wabas = new Set(byWaba.filter(ok).map((n) => n.cloud_waba_id!));
   if (numbers.size === 0 && wabas.size === 0) {
