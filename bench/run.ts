@@ -1,7 +1,7 @@
 // `npm run bench`: each figure next to its floor, measured in the same run on the same machine,
 // printed as a ratio and written to bench/results.json. PostgreSQL when DATABASE_URL is set (a
 // fresh database per server), else PGlite in a temporary DATA_DIR; Redis counters when REDIS_URL
-// is set. `BENCH_ONLY=me,contacts` runs some figures only (`BENCH_ONLY=mcp`: the MCP tool call).
+// is set. `BENCH_ONLY=me,contacts` runs some figures only (`BENCH_ONLY=mcp`: the MCP tool call; `BENCH_ONLY=receiver`: the WhatsApp Cloud receiver).
 // Speed is measured here, never asserted in timed tests (docs/performance.md).
 import { cpus } from 'node:os';
 import { agentFigures } from './figures/agents.js';
@@ -12,6 +12,7 @@ import { contactFigures } from './figures/contacts.js';
 import { mcpFigures } from './figures/mcp.js';
 import { meFigures } from './figures/me.js';
 import { messageFigure } from './figures/messages.js';
+import { receiverFigure } from './figures/receiver.js';
 import { rssFigure } from './figures/rss.js';
 import { webhookFigures } from './figures/webhooks.js';
 import { BASE_URL, removeTempDirs, serverEnv, startServer } from './lib.js';
@@ -36,6 +37,7 @@ async function main() {
     if (want('cases')) await casesFigure(server);
     if (want('automations')) await automationFigures(server);
     if (want('mcp')) await mcpFigures(server);
+    if (want('receiver')) await receiverFigure(server);
   } finally {
     await server.stop();
     await db?.drop();

@@ -14,6 +14,8 @@
 //    account's app secret, valid ones and unsigned/tampered ones → 0 × 5xx, valid 200, unsigned 401.
 // 9. SIGKILL mid-campaign (faults/campaigns-kill.ts): 5,000 recipients at tier 500/s, killed after
 //    3 s → after the restart the campaign completes, 0 recipients reached twice, counters exact.
+// 10. The WhatsApp Cloud receiver (faults/receiver-kill.ts): SIGKILL right after some 200s with
+//    batches queued → every acknowledged message stored once after the restart, none twice.
 // `FAULTS_ONLY=automations` (or any comma-separated list of the names in main) runs some only.
 // Each prints a one-line verdict with its numbers; docs/reliability.md records them.
 // PostgreSQL and Redis "go away" through a cuttable TCP proxy (faults/proxy.ts): to the server
@@ -29,6 +31,7 @@ import { fuzzOpenApi } from './fuzz.js';
 import { hostileClients } from './hostile-clients.js';
 import { fuzzInstagram } from './instagram-fuzz.js';
 import { CuttableProxy } from './proxy.js';
+import { receiverKill } from './receiver-kill.js';
 
 const PG_BASE = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
@@ -334,6 +337,16 @@ async function campaigns() {
   }
 }
 
+async function cloudReceiverKill() {
+  const { db, env } = await setup('receiver');
+  try {
+    const r = await receiverKill(env);
+    verdict(r.ok, r.line);
+  } finally {
+    await db.drop();
+  }
+}
+
 async function agents() {
   for (const [tag, fn] of [
     ['agentsdown', agentsModelDown],
@@ -364,6 +377,7 @@ async function main() {
     ['automations', automations],
     ['agents', agents],
     ['campaigns', campaigns],
+    ['receiver-kill', cloudReceiverKill],
   ];
   for (const [name, fn] of tests) {
     if (only && !only.includes(name)) continue;

@@ -14,6 +14,8 @@ import { buildApp } from './app.js';
 import { AutomationRunner } from './automations/runner.js';
 import { stopCampaignSends } from './campaigns/sender.js';
 import { CloudProvider } from './channel/cloud/provider.js';
+import { processQueuedCloud } from './channel/cloud/receiver.js';
+import { InboundWorker } from './channel/inbound-queue.js';
 import { closeInstagramSend } from './channel/instagram/send.js';
 import { Channels } from './channel/registry.js';
 import { SandboxProvider } from './channel/sandbox/provider.js';
@@ -120,6 +122,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     dispatcher: { wake() {}, runOnce: async () => 0 },
     automations: { wake() {}, runOnce: async () => 0, drive: async () => {} },
     agents: { wake() {}, runOnce: async () => 0 },
+    inbound: { wake() {}, runOnce: async () => 0 },
     publicUrl: config.PUBLIC_URL ?? ownUrl(config.HOST, config.PORT),
     llm: createLlmClient(config, log),
     adminToken: admin.token,
@@ -135,6 +138,8 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
   services.automations = automations;
   const agents = new AgentRunner(services);
   services.agents = agents;
+  const inbound = new InboundWorker(services, { cloud: processQueuedCloud });
+  services.inbound = inbound;
   channels.register(new SandboxProvider(services));
   channels.register(new CloudProvider(services));
 
@@ -152,6 +157,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     dispatcher.start();
     automations.start();
     agents.start();
+    inbound.start();
     scheduler.start();
   }
 
@@ -195,6 +201,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       // A campaign run in progress gives its unsent slices back and writes its outcomes first.
       stopCampaignSends(services);
       await scheduler.stop();
+      await inbound.stop();
       await stopClassifier(services);
       await stopReviews(services);
       await automations.stop();

@@ -35,6 +35,14 @@ export interface AgentWorker {
   runOnce(): Promise<number>;
 }
 
+/** The inbound worker of this process (channel/inbound-queue.ts): Meta's queued webhook batches. */
+export interface InboundQueueWorker {
+  /** A batch was queued: look now instead of at the next poll. */
+  wake(): void;
+  /** Processes every batch due now until none is; resolves with how many ran. */
+  runOnce(): Promise<number>;
+}
+
 export interface Services {
   config: Config;
   db: Db;
@@ -52,6 +60,7 @@ export interface Services {
   dispatcher: Dispatcher;
   automations: AutomationWorker;
   agents: AgentWorker;
+  inbound: InboundQueueWorker;
   /**
    * Where clients reach this service (incoming webhook URLs): PUBLIC_URL, else this process's own
    * address once it listens (http://HOST:PORT, the port the system chose when PORT is 0).

@@ -1,6 +1,8 @@
 // The receiver routes Meta calls (WhatsApp Cloud API and Instagram): GET answers the
 // `hub.challenge` handshake when the verify token is one of ours, POST keeps the exact bytes Meta
-// sent, checks X-Hub-Signature-256 and hands the batch to the channel's receiver. No bearer token.
+// sent, checks X-Hub-Signature-256 and hands the batch to the channel's receiver: WhatsApp's
+// queues it and answers at once (inbound-queue.ts), Instagram's processes it before answering.
+// No bearer token.
 // Each channel (cloud/routes.ts, instagram/routes.ts) says only what is its own.
 import { z } from 'zod';
 import type { Db } from '../db/index.js';
@@ -20,6 +22,7 @@ export interface MetaReceiver {
   isVerifyToken(db: Db, token: string): Promise<boolean>;
   /** Whether the signature matches any of our app secrets (a body that is not JSON). */
   signedByAny(s: Services, raw: Buffer, signature: string): Promise<boolean>;
+  /** Verifies the signature and queues (WhatsApp) or processes (Instagram) the batch. */
   handle(s: Services, raw: Buffer, payload: unknown, signature: string): Promise<{ unauthorized: boolean; failed: number }>;
 }
 
@@ -60,7 +63,7 @@ export function metaReceiverRoutes(app: ZodApp, s: Services, r: MetaReceiver): v
     }
     const outcome = await r.handle(s, raw, payload, sig);
     if (outcome.unauthorized) throw new ApiError(r.errors.signature);
-    req.log.debug({ ...outcome }, `${r.name} webhook processed`);
+    req.log.debug({ ...outcome }, `${r.name} webhook received`);
     // A failure that was not our own refusal: 500 makes Meta send the batch again (processing is idempotent).
     if (outcome.failed > 0) throw new Error(`${r.name} webhook: ${outcome.failed} item(s) failed`);
     return reply.code(200).send({ received: true });

@@ -613,7 +613,27 @@ export interface CaseClassificationsTable {
   created_at: TsDefault;
 }
 
+export interface InboundQueueTable {
+  id: Generated<string>;
+  channel: string;
+  body: string;
+  numbers: string[];
+  wabas: string[];
+  keys: string[];
+  received_at: Ts;
+  run_at: Ts;
+  attempts: Generated<number>;
+  claim: string | null;
+}
+
+export interface InboundQueueKeysTable {
+  key: string;
+  queue_id: string;
+}
+
 export interface Database {
+  inbound_queue: InboundQueueTable;
+  inbound_queue_keys: InboundQueueKeysTable;
   agents: AgentsTable;
   agent_test_conversations: AgentTestConversationsTable;
   agent_stretches: AgentStretchesTable;

@@ -70,7 +70,7 @@ export const catalogue = {
   delivery_not_found: { status: 404, text: 'No existe esa entrega de webhook.' },
   job_not_found: {
     status: 404,
-    text: 'No existe esa tarea. Las tareas son automations, agents, case-timeouts, campaigns, classification, agent-reviews, webhooks, idempotency-keys y sandbox-statuses.',
+    text: 'No existe esa tarea. Las tareas son automations, agents, inbound, case-timeouts, campaigns, classification, agent-reviews, webhooks, idempotency-keys y sandbox-statuses.',
   },
   // The reasons catalogue (src/classification)
   reason_not_found: { status: 404, text: 'No encontramos ese motivo en la cuenta. Revisá el id.' },

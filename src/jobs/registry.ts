@@ -18,6 +18,9 @@ export const jobs: Record<string, Job> = {
   // (messages to answer, idle checks) to the end.
   agents: { everyMs: 60_000, run: (s) => s.agents.runOnce() },
   webhooks: webhooksJob,
+  // Every process runs its own inbound worker (channel/inbound-queue.ts, 250 ms); this processes
+  // every queued webhook batch due now — the tests' way to wait for what a receipt queued.
+  inbound: { everyMs: 60_000, run: (s) => s.inbound.runOnce() },
   // Inactivity closing and stale → lost (cases/timeouts.ts); also drops early status reports
   // older than 7 days (messages/status.ts). `changed` counts only the cases.
   'case-timeouts': {

@@ -286,6 +286,7 @@ describe('"The Cloud receiver keeps a customer\'s text without its NUL (lone sur
       });
     const res = await post();
     expect(res.status).toBe(200);
+    expect((await app.admin('POST', '/jobs/inbound/run')).status).toBe(200);
     const stored = await app.rt.services.db
       .selectFrom('messages')
       .innerJoin('contacts', 'contacts.id', 'messages.contact_id')

@@ -92,12 +92,24 @@ const status = (wamid: string, st: string, recipient: string, extra: Record<stri
 
 const sign = (raw: string, secret: string) => `sha256=${createHmac('sha256', secret).update(raw).digest('hex')}`;
 
-/** POSTs the payload as Meta does: the exact bytes, signed with the app secret. */
-function postWebhook(payload: unknown, secret: string | null, tamper?: (raw: string) => string) {
+/** POSTs the payload as Meta does: the exact bytes, signed with the app secret. Answered 200 at once. */
+function postOnly(payload: unknown, secret: string | null, tamper?: (raw: string) => string) {
   const raw = JSON.stringify(payload);
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (secret !== null) headers['x-hub-signature-256'] = sign(raw, secret);
   return request(`${app.url}/channels/whatsapp/webhook`, 'POST', tamper ? tamper(raw) : raw, headers);
+}
+
+/** Processes every queued batch through the real inbound worker (POST /admin/v1/jobs/inbound/run). */
+async function drain(): Promise<void> {
+  expect((await app.admin('POST', '/jobs/inbound/run')).status).toBe(200);
+}
+
+/** POSTs the payload and waits until the queued batch is processed. */
+async function postWebhook(payload: unknown, secret: string | null, tamper?: (raw: string) => string) {
+  const res = await postOnly(payload, secret, tamper);
+  if (res.status === 200) await drain();
+  return res;
 }
 
 const events = (accountId: string, kind?: string) => app.events(accountId, kind);
@@ -377,6 +389,7 @@ describe('POST /channels/whatsapp/webhook: signed with X-Hub-Signature-256 (deci
       'x-hub-signature-256': sign(raw, n.appSecret),
     });
     expect(res.status).toBe(200);
+    await drain();
     expect(await events(n.acc.id, 'message.received')).toHaveLength(1);
   });
 

@@ -1,26 +1,27 @@
-// The Cloud API webhook, once parsed: find the numbers it names, check the signature with their
-// app secrets, and run every message and status through the same inbound/status code the sandbox
-// uses. Idempotent (Meta re-sends): messages dedupe on the wamid, statuses only move forward,
-// template updates set a state.
+// The Cloud API webhook, once parsed. At receipt (acceptWebhook): find the numbers it names and
+// check the signature with their app secrets; the route then queues the batch and answers 200
+// (../inbound-queue.ts). Later (processWebhook, from the inbound worker): run every message and
+// status through the same inbound/status code the sandbox uses. Idempotent (Meta re-sends, the
+// queue retries): messages dedupe on the wamid, statuses only move forward, template updates set a state.
 import { sql } from 'kysely';
 import { receiveInbound } from '../../conversations/inbound.js';
+import type { Db } from '../../db/index.js';
 import type { PhoneNumberRow } from '../../db/types.js';
 import { ApiError } from '../../http/errors.js';
 import { mostAdvanced, reportStatus } from '../../messages/status.js';
 import type { Services } from '../../services.js';
+import { enqueueInbound, type QueuedBatch } from '../inbound-queue.js';
 import { verifySignature } from './signature.js';
 import { applyTemplateUpdate } from './templates.js';
 import { type ParsedMessage, type ParsedStatus, parseWebhook } from './webhook.js';
 
 export interface ReceiveOutcome {
-  /** The signature matches no app secret of the numbers (or WABAs) the payload names: answer 401, nothing done. */
-  unauthorized: boolean;
   messages: number;
   duplicates: number;
   statuses: number;
   templates: number;
   skipped: number;
-  /** Items that failed for a reason other than our own rules: answer 500 so Meta sends the batch again. */
+  /** Items that failed for a reason other than our own rules: the queued batch is tried again later. */
   failed: number;
 }
 
@@ -37,41 +38,100 @@ export async function signedByAnyNumber(s: Services, raw: Buffer, signature: str
   return rows.some((r) => verifySignature(raw, signature, r.cloud_app_secret!));
 }
 
-export async function handleWebhook(s: Services, raw: Buffer, payload: unknown, signature: string | undefined): Promise<ReceiveOutcome> {
-  const now = s.clock.now();
-  const { items, skipped } = parseWebhook(payload, now);
-  const outcome: ReceiveOutcome = {
-    unauthorized: false,
-    messages: 0,
-    duplicates: 0,
-    statuses: 0,
-    templates: 0,
-    skipped: skipped.length,
-    failed: 0,
-  };
-  if (skipped.length > 0) s.log.debug({ skipped }, 'cloud webhook: parts skipped');
+/** What the receipt found: the signature's verdict and what to queue. */
+export interface Acceptance {
+  /** The signature matches no app secret of the numbers (or WABAs) the payload names: answer 401, nothing stored. */
+  unauthorized: boolean;
+  /** Signed by one of our apps but naming nothing of ours: acknowledged, nothing stored. */
+  ignored: boolean;
+  /** Graph phone-number ids and WABA ids whose app secret verified the signature. */
+  numbers: string[];
+  wabas: string[];
+  /** Ordering keys (../inbound-queue.ts): one per customer of a number, one per WABA with template updates. */
+  keys: string[];
+}
 
+/** The ordering key of one customer's messages to one number (kept in payload and receipt order). */
+export const customerKey = (graphPhoneNumberId: string, from: string) => `cloud:${graphPhoneNumberId}:${from}`;
+const wabaKey = (wabaId: string) => `cloud-waba:${wabaId}`;
+
+async function numbersByGraphId(s: Services, graphIds: string[]): Promise<PhoneNumberRow[]> {
+  if (graphIds.length === 0) return [];
+  // Ids from the body travel as one array parameter, however many the body names.
+  return s.db
+    .selectFrom('phone_numbers')
+    .selectAll()
+    .where('provider', '=', 'cloud')
+    .where(sql<boolean>`cloud_phone_number_id = any(${graphIds}::text[])`)
+    .execute();
+}
+
+async function numbersByWaba(s: Services, wabaIds: string[]): Promise<PhoneNumberRow[]> {
+  if (wabaIds.length === 0) return [];
+  return s.db
+    .selectFrom('phone_numbers')
+    .selectAll()
+    .where('provider', '=', 'cloud')
+    .where(sql<boolean>`cloud_waba_id = any(${wabaIds}::text[])`)
+    .execute();
+}
+
+/**
+ * The numbers a receipt found, by `g:<Graph phone-number id>` and `w:<WABA id>`, kept 2 s by the
+ * injected clock (as the key cache is), per database. Only found numbers are kept, and a receipt
+ * uses them only when every id it names is kept and every one verifies the signature; anything
+ * else reads the table as before. So a rotated app secret or a removed number is seen at once on
+ * the refusal side, and an old secret still verifies for at most 2 s (processing reads the numbers
+ * again: a removed number's items are skipped there).
+ */
+const KEEP_MS = 2_000;
+const kept = new WeakMap<Db, Map<string, { rows: PhoneNumberRow[]; until: number }>>();
+
+function keptFor(s: Services): Map<string, { rows: PhoneNumberRow[]; until: number }> {
+  let m = kept.get(s.db);
+  if (!m) {
+    m = new Map();
+    kept.set(s.db, m);
+  }
+  return m;
+}
+
+/** Every id's kept rows when all are kept and fresh, else undefined. */
+function keptNumbers(s: Services, graphIds: string[], wabaIds: string[]): [PhoneNumberRow[], PhoneNumberRow[]] | undefined {
+  const m = keptFor(s);
+  const now = s.clock.ms();
+  const out: [PhoneNumberRow[], PhoneNumberRow[]] = [[], []];
+  for (const [i, ids, p] of [
+    [0, graphIds, 'g:'],
+    [1, wabaIds, 'w:'],
+  ] as const) {
+    for (const id of ids) {
+      const e = m.get(p + id);
+      if (!e || e.until <= now) return undefined;
+      out[i].push(...e.rows);
+    }
+  }
+  return out;
+}
+
+function keep(s: Services, byGraphId: PhoneNumberRow[], byWaba: PhoneNumberRow[]): void {
+  const m = keptFor(s);
+  const until = s.clock.ms() + KEEP_MS;
+  if (m.size > 10_000) m.clear();
+  for (const n of byGraphId) m.set(`g:${n.cloud_phone_number_id}`, { rows: [n], until });
+  const wabas = new Map<string, PhoneNumberRow[]>();
+  for (const n of byWaba) wabas.set(n.cloud_waba_id!, [...(wabas.get(n.cloud_waba_id!) ?? []), n]);
+  for (const [id, rows] of wabas) m.set(`w:${id}`, { rows, until });
+}
+
+/**
+ * The receipt (before the 200): finds the numbers the batch names, checks the signature with their
+ * app secrets, and names the ordering keys of what it will process. Reads only; the caller queues.
+ */
+export async function acceptWebhook(s: Services, raw: Buffer, payload: unknown, signature: string | undefined): Promise<Acceptance> {
+  const { items } = parseWebhook(payload, s.clock.now());
   const graphIds = [...new Set(items.flatMap((i) => (i.kind === 'template' ? [] : [i.graphPhoneNumberId])))];
   const wabaIds = [...new Set(items.flatMap((i) => (i.kind === 'template' ? [i.wabaId] : [])))];
-  // Ids from the body travel as one array parameter each, however many the body names.
-  const [byGraphId, byWaba] = await Promise.all([
-    graphIds.length > 0
-      ? s.db
-          .selectFrom('phone_numbers')
-          .selectAll()
-          .where('provider', '=', 'cloud')
-          .where(sql<boolean>`cloud_phone_number_id = any(${graphIds}::text[])`)
-          .execute()
-      : Promise.resolve([] as PhoneNumberRow[]),
-    wabaIds.length > 0
-      ? s.db
-          .selectFrom('phone_numbers')
-          .selectAll()
-          .where('provider', '=', 'cloud')
-          .where(sql<boolean>`cloud_waba_id = any(${wabaIds}::text[])`)
-          .execute()
-      : Promise.resolve([] as PhoneNumberRow[]),
-  ]);
 
   // Each number's data is authenticated by its own app secret (one Meta app signs one POST).
   const verified = new Map<string, boolean>();
@@ -84,19 +144,79 @@ export async function handleWebhook(s: Services, raw: Buffer, payload: unknown, 
     }
     return v;
   };
-  const numbers = new Map(byGraphId.filter(ok).map((n) => [n.cloud_phone_number_id!, n]));
+  let found = keptNumbers(s, graphIds, wabaIds);
+  if (!found?.every((rows) => rows.every(ok))) {
+    found = await Promise.all([numbersByGraphId(s, graphIds), numbersByWaba(s, wabaIds)]);
+    keep(s, ...found);
+  }
+  const [byGraphId, byWaba] = found;
+  const numbers = new Set(byGraphId.filter(ok).map((n) => n.cloud_phone_number_id!));
+  const wabas = new Set(byWaba.filter(ok).map((n) => n.cloud_waba_id!));
+  if (numbers.size === 0 && wabas.size === 0) {
+    // Nothing of ours verified. A body signed by one of our apps that names no number of ours
+    // (Meta's test ping, a number removed here) is acknowledged and ignored; anything else is refused.
+    const unauthorized = !(await signedByAnyNumber(s, raw, signature));
+    return { unauthorized, ignored: !unauthorized, numbers: [], wabas: [], keys: [] };
+  }
+  const keys = new Set<string>();
+  for (const i of items) {
+    if (i.kind === 'message' && numbers.has(i.graphPhoneNumberId)) keys.add(customerKey(i.graphPhoneNumberId, i.from));
+    else if (i.kind === 'template' && wabas.has(i.wabaId)) keys.add(wabaKey(i.wabaId));
+  }
+  return { unauthorized: false, ignored: false, numbers: [...numbers], wabas: [...wabas], keys: [...keys] };
+}
+
+/**
+ * POST /channels/whatsapp/webhook once the body is JSON: verifies, then stores the batch in one
+ * insert (committed before the 200) and wakes this process's inbound worker.
+ */
+export async function receiveWebhook(
+  s: Services,
+  raw: Buffer,
+  payload: unknown,
+  signature: string | undefined,
+): Promise<{ unauthorized: boolean; failed: number }> {
+  const a = await acceptWebhook(s, raw, payload, signature);
+  if (!a.unauthorized && !a.ignored) {
+    await enqueueInbound(s, { channel: 'cloud', body: raw.toString('utf8'), numbers: a.numbers, wabas: a.wabas, keys: a.keys });
+  }
+  return { unauthorized: a.unauthorized, failed: 0 };
+}
+
+/** The inbound worker's processor of a queued `cloud` row. */
+export async function processQueuedCloud(s: Services, row: QueuedBatch): Promise<ReceiveOutcome> {
+  return processWebhook(s, JSON.parse(row.body), { numbers: row.numbers, wabas: row.wabas, receivedAt: row.received_at });
+}
+
+/**
+ * Processes a queued batch (../inbound-queue.ts): every message and status of the numbers, and
+ * every template update of the WABAs, the receipt verified. `receivedAt` stands for "now" in the
+ * parser's time bounds, so a retry reads the batch as the receipt did.
+ */
+export async function processWebhook(
+  s: Services,
+  payload: unknown,
+  verified: { numbers: string[]; wabas: string[]; receivedAt: Date },
+): Promise<ReceiveOutcome> {
+  const { items, skipped } = parseWebhook(payload, verified.receivedAt);
+  const outcome: ReceiveOutcome = {
+    messages: 0,
+    duplicates: 0,
+    statuses: 0,
+    templates: 0,
+    skipped: skipped.length,
+    failed: 0,
+  };
+  if (skipped.length > 0) s.log.debug({ skipped }, 'cloud webhook: parts skipped');
+
+  // A number removed (or moved to another WABA) since the receipt is not ours any more.
+  const [byGraphId, byWaba] = await Promise.all([numbersByGraphId(s, verified.numbers), numbersByWaba(s, verified.wabas)]);
+  const numbers = new Map(byGraphId.map((n) => [n.cloud_phone_number_id!, n]));
   const wabaAccounts = new Map<string, string[]>();
-  for (const n of byWaba.filter(ok)) {
+  for (const n of byWaba) {
     const list = wabaAccounts.get(n.cloud_waba_id!) ?? [];
     if (!list.includes(n.account_id)) list.push(n.account_id);
     wabaAccounts.set(n.cloud_waba_id!, list);
-  }
-  if (numbers.size === 0 && wabaAccounts.size === 0) {
-    // Nothing of ours verified. A body signed by one of our apps that names no number of ours
-    // (Meta's test ping, a number removed here) is acknowledged and ignored; anything else is refused.
-    outcome.unauthorized = !(await signedByAnyNumber(s, raw, signature));
-    if (!outcome.unauthorized) outcome.skipped += items.length;
-    return outcome;
   }
 
   const messages: ParsedMessage[] = [];
@@ -121,7 +241,7 @@ export async function handleWebhook(s: Services, raw: Buffer, payload: unknown, 
   // One customer's messages in payload order; different customers side by side (PostgreSQL runs them in parallel).
   const byCustomer = new Map<string, ParsedMessage[]>();
   for (const m of messages) {
-    const k = `${m.graphPhoneNumberId}:${m.from}`;
+    const k = customerKey(m.graphPhoneNumberId, m.from);
     byCustomer.set(k, [...(byCustomer.get(k) ?? []), m]);
   }
   await eachLimited([...byCustomer.values()], PARALLEL, async (list) => {

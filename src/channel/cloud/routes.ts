@@ -4,7 +4,7 @@
 import type { RoutesFn } from '../../http/schemas.js';
 import { metaReceiverRoutes } from '../meta-webhook-routes.js';
 import { isCloudVerifyToken } from '../phone-numbers.js';
-import { handleWebhook, signedByAnyNumber } from './receiver.js';
+import { receiveWebhook, signedByAnyNumber } from './receiver.js';
 
 export const cloudReceiverRoutes: RoutesFn = (app, s) =>
   metaReceiverRoutes(app, s, {
@@ -18,5 +18,5 @@ export const cloudReceiverRoutes: RoutesFn = (app, s) =>
     errors: { verify: 'cloud_verify_refused', signature: 'cloud_signature_invalid' },
     isVerifyToken: isCloudVerifyToken,
     signedByAny: signedByAnyNumber,
-    handle: handleWebhook,
+    handle: receiveWebhook,
   });

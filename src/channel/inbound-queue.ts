@@ -1,0 +1,147 @@
+// Meta's webhook batches, acknowledged at once (docs/cloud.md "Inbound: acknowledged at once").
+// The receiver verifies the signature, stores the raw batch in one insert (`inbound_queue`, owned
+// here) and answers 200; every process runs an InboundWorker (a ClaimLoop, jobs/claim-loop.ts)
+// that claims queued rows with FOR UPDATE SKIP LOCKED and a lease, runs each through its channel's
+// processor (the same inbound, status and template code as before) and deletes it. A row whose
+// processing failed for a reason that is not our own rule (the database went away) is tried again
+// after a back-off; one that was being processed by a process that died is claimed again once its
+// lease lapses. Processing is idempotent (wamid dedupe, forward-only statuses), so a batch run
+// twice changes nothing the second time.
+//
+// Order: each row carries its ordering keys (one per customer of a number, one per WABA with
+// template updates), also kept one per row in `inbound_queue_keys` (key, queue_id) for the check.
+// A row is claimed only when no earlier row (lower id: receipt order) that is still queued shares
+// a key, so a customer's later batch waits for the earlier one, whichever
+// worker or process holds it, while other customers' batches run side by side.
+import { sql } from 'kysely';
+import { ClaimLoop } from '../jobs/claim-loop.js';
+import { newId } from '../lib/ids.js';
+import type { Services } from '../services.js';
+
+export interface QueuedBatch {
+  id: string;
+  channel: string;
+  body: string;
+  numbers: string[];
+  wabas: string[];
+  received_at: Date;
+  attempts: number;
+  claim: string;
+}
+
+/** A channel's processing of one queued batch; `failed` > 0 tries the whole batch again later. */
+export type BatchProcessor = (s: Services, row: QueuedBatch) => Promise<{ failed: number }>;
+
+export const POLL_MS = 250;
+/** Batches processed at once in this process (each runs up to 4 customers side by side). */
+const MAX_IN_FLIGHT = 4;
+/** A claim lapses after this long: a process that died mid-batch gives it back. */
+export const LEASE_MS = 60_000;
+/** Back-off after a failed attempt: 1 s, 2 s, 4 s … up to 5 minutes. */
+export function backoffMs(attempts: number): number {
+  return Math.min(1000 * 2 ** Math.max(0, attempts - 1), 300_000);
+}
+
+/**
+ * Stores one verified batch: one INSERT, committed before the receiver answers 200. Wakes this
+ * process's worker (others find it at their next poll).
+ */
+export async function enqueueInbound(
+  s: Services,
+  b: { channel: string; body: string; numbers: string[]; wabas: string[]; keys: string[] },
+): Promise<void> {
+  const now = s.clock.now();
+  // One statement: the batch and its ordering keys commit together.
+  await sql`
+    WITH q AS (
+      INSERT INTO inbound_queue (channel, body, numbers, wabas, keys, received_at, run_at)
+      VALUES (${b.channel}, ${b.body}, ${b.numbers}::text[], ${b.wabas}::text[], ${b.keys}::text[], ${now}, ${now})
+      RETURNING id, keys)
+    INSERT INTO inbound_queue_keys (key, queue_id) SELECT k, q.id FROM q, unnest(q.keys) k`.execute(s.db);
+  s.inbound.wake();
+}
+
+export class InboundWorker {
+  private readonly loop: ClaimLoop<QueuedBatch>;
+
+  constructor(
+    private readonly s: Services,
+    private readonly processors: Record<string, BatchProcessor>,
+  ) {
+    this.loop = new ClaimLoop({
+      name: 'inbound worker',
+      pollMs: POLL_MS,
+      maxInFlight: MAX_IN_FLIGHT,
+      claim: (limit) => this.claim(limit),
+      idOf: (row) => row.id,
+      run: (row) => this.run(row),
+      log: s.log,
+    });
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  wake(): void {
+    this.loop.wake();
+  }
+
+  /** Stops claiming; batches in flight finish. */
+  stop(graceMs = 20_000): Promise<void> {
+    return this.loop.stop(graceMs);
+  }
+
+  /** Processes every batch due now until none is (POST /admin/v1/jobs/inbound/run); returns how many ran. */
+  runOnce(): Promise<number> {
+    return this.loop.runOnce();
+  }
+
+  /**
+   * Claims up to `limit` due batches, oldest first, skipping any that shares a key with an earlier
+   * queued batch (claimed, backing off or due): their `run_at` becomes the lease's end.
+   */
+  private async claim(limit: number): Promise<QueuedBatch[]> {
+    if (limit <= 0) return [];
+    const now = this.s.clock.now();
+    const lease = new Date(now.getTime() + LEASE_MS);
+    const claim = newId();
+    const r = await sql<QueuedBatch>`
+      UPDATE inbound_queue q SET claim = ${claim}, run_at = ${lease}, attempts = q.attempts + 1
+      WHERE q.id IN (
+        SELECT b.id FROM inbound_queue b
+        WHERE b.run_at <= ${now}
+          AND NOT EXISTS (
+            SELECT 1 FROM unnest(b.keys) k
+            WHERE EXISTS (SELECT 1 FROM inbound_queue_keys e WHERE e.key = k AND e.queue_id < b.id))
+        ORDER BY b.id LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED)
+      RETURNING q.id, q.channel, q.body, q.numbers, q.wabas, q.received_at, q.attempts, q.claim`.execute(this.s.db);
+    return r.rows.map((row) => ({ ...row, id: String(row.id) }));
+  }
+
+  private async run(row: QueuedBatch): Promise<number> {
+    let failed: number;
+    try {
+      const processor = this.processors[row.channel];
+      if (!processor) throw new Error(`no processor for channel ${row.channel}`);
+      failed = (await processor(this.s, row)).failed;
+    } catch (err) {
+      this.s.log.error({ err, queued: row.id }, 'inbound batch failed');
+      failed = 1;
+    }
+    try {
+      if (failed === 0) {
+        await sql`DELETE FROM inbound_queue WHERE id = ${row.id} AND claim = ${row.claim}`.execute(this.s.db);
+      } else {
+        const at = new Date(this.s.clock.ms() + backoffMs(row.attempts));
+        await sql`UPDATE inbound_queue SET run_at = ${at}, claim = NULL WHERE id = ${row.id} AND claim = ${row.claim}`.execute(this.s.db);
+        this.s.log.warn({ queued: row.id, attempts: row.attempts, failed, retryAt: at }, 'inbound batch tried again later');
+      }
+    } catch (err) {
+      // The lease lapses and the batch is claimed again (processing it twice changes nothing).
+      this.s.log.warn({ err: { message: (err as Error).message }, queued: row.id }, 'inbound batch: could not record the outcome');
+    }
+    return 1;
+  }
+}

@@ -1,0 +1,298 @@
+// The WhatsApp Cloud API receiver acknowledges at once and processes from a durable queue (issue 18,
+// docs/cloud.md "Inbound: acknowledged at once"). Processes started with `workers: false` run no
+// inbound worker of their own: what a receipt queued waits until a test drains it through the real
+// worker (POST /admin/v1/jobs/inbound/run) or a restarted process's worker finds it.
+//
+// A restart is a second process on the same data: on PostgreSQL a second app on the same database
+// (startTestApp({ sameDataAs })), on embedded PGlite the same file data directory opened again (as
+// test/e2e/automations-durability.test.ts does). A claim held by a process that died is written to
+// the queue row as that process would have left it.
+import { createHmac, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, describe, expect, it } from 'vitest';
+import { LEASE_MS } from '../../src/channel/inbound-queue.js';
+import { loadConfig } from '../../src/config.js';
+import { newId } from '../../src/lib/ids.js';
+import { startRuntime } from '../../src/runtime.js';
+import { ADMIN_TOKEN, freshPhone, request, type StartOptions, startTestApp, type TestApp } from '../harness.js';
+
+const onPostgres = !!process.env.DATABASE_URL;
+const cleanup: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const f of cleanup.reverse()) await f().catch(() => {});
+});
+
+/** What the tests use of a process: its URL, the operator API, the database and the clock. */
+type Proc = Pick<TestApp, 'url' | 'rt' | 'clock' | 'admin' | 'close'>;
+
+/** A first process whose data outlives it: PostgreSQL (a fresh database), or PGlite in a file directory. */
+async function firstProcess(opts: StartOptions = {}): Promise<TestApp> {
+  if (onPostgres) {
+    const app = await startTestApp(opts);
+    cleanup.push(() => app.close());
+    return app;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'chasqui-inbound-queue-'));
+  cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
+  const app = await startTestApp({ ...opts, env: { DATABASE_URL: `file://${dir}/pg`, DATA_DIR: dir } });
+  cleanup.push(() => app.close());
+  return app;
+}
+
+/** The first process stops and a new one (with its workers) starts on the same data and clock. */
+async function restart(first: TestApp): Promise<Proc> {
+  if (onPostgres) {
+    const next = await startTestApp({ sameDataAs: first, clock: first.clock });
+    cleanup.push(() => next.close());
+    await first.close();
+    return next;
+  }
+  await first.close();
+  const rt = await startRuntime(loadConfig(first.env), { clock: first.clock, usageFlushMs: 0 });
+  cleanup.push(() => rt.close());
+  const url = (await rt.listen()).replace('[::1]', '127.0.0.1');
+  return {
+    url,
+    rt,
+    clock: first.clock,
+    admin: (method, path, body) => request(`${url}/admin/v1${path}`, method, body, { authorization: `Bearer ${ADMIN_TOKEN}` }),
+    close: () => rt.close(),
+  };
+}
+
+interface CloudNumber {
+  accountId: string;
+  graphId: string;
+  wabaId: string;
+  phone: string;
+  appSecret: string;
+}
+
+const digits = (n: number) => Array.from(randomBytes(n), (b) => String(b % 10)).join('');
+
+/** An account with a Cloud API number connected through the operator API (operator.md). */
+async function cloudNumber(app: TestApp): Promise<CloudNumber> {
+  const acc = await app.createAccount();
+  const cloud = {
+    phoneNumberId: digits(15),
+    wabaId: digits(15),
+    accessToken: `EAAG${randomBytes(24).toString('base64url')}`,
+    appSecret: randomBytes(16).toString('hex'),
+    verifyToken: `vt-${randomBytes(8).toString('hex')}`,
+  };
+  const phone = freshPhone({ spelling: 'digits' });
+  const res = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone, name: 'WhatsApp', provider: 'cloud', cloud });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return { accountId: acc.id, graphId: cloud.phoneNumberId, wabaId: cloud.wabaId, phone: res.body.phone, appSecret: cloud.appSecret };
+}
+
+let wamidSeq = 0;
+const wamid = () => `wamid.HBgN${Date.now().toString(36)}${++wamidSeq}${randomBytes(6).toString('hex')}`;
+
+/** One signed batch of text messages `[from, text]` to the number, in that order. */
+function batch(p: Pick<Proc, 'clock'>, n: CloudNumber, msgs: [string, string][]) {
+  const ts = String(Math.floor(p.clock.now().getTime() / 1000));
+  return {
+    object: 'whatsapp_business_account',
+    entry: [
+      {
+        id: n.wabaId,
+        changes: [
+          {
+            field: 'messages',
+            value: {
+              messaging_product: 'whatsapp',
+              metadata: { display_phone_number: n.phone, phone_number_id: n.graphId },
+              messages: msgs.map(([from, text]) => ({ from, id: wamid(), timestamp: ts, type: 'text', text: { body: text } })),
+            },
+          },
+        ],
+      },
+    ],
+  };
+}
+
+/** POSTs the batch as Meta does (the exact bytes, signed); the receiver answers before processing. */
+function post(p: Pick<Proc, 'url'>, n: CloudNumber, payload: unknown) {
+  const raw = JSON.stringify(payload);
+  const signature = `sha256=${createHmac('sha256', n.appSecret).update(raw).digest('hex')}`;
+  return request(`${p.url}/channels/whatsapp/webhook`, 'POST', raw, {
+    'content-type': 'application/json',
+    'x-hub-signature-256': signature,
+  });
+}
+
+/** Processes every due batch through the real inbound worker of that process. */
+async function drain(p: Pick<Proc, 'admin'>): Promise<number> {
+  const r = await p.admin('POST', '/jobs/inbound/run');
+  expect(r.status).toBe(200);
+  return r.body.changed;
+}
+
+/** Texts of one customer's inbound messages, in the order they were stored. */
+async function texts(p: Pick<Proc, 'rt'>, n: CloudNumber, from: string): Promise<string[]> {
+  const rows = await p.rt.services.db
+    .selectFrom('messages')
+    .innerJoin('contacts', 'contacts.id', 'messages.contact_id')
+    .select('messages.text')
+    .where('messages.account_id', '=', n.accountId)
+    .where('contacts.phone', '=', from)
+    .where('messages.direction', '=', 'inbound')
+    .orderBy('messages.id')
+    .execute();
+  return rows.map((r) => String(r.text));
+}
+
+const queued = async (p: Pick<Proc, 'rt'>) =>
+  (await p.rt.services.db.selectFrom('inbound_queue').select(['id', 'attempts', 'claim', 'run_at']).orderBy('id').execute()).map((r) => ({
+    ...r,
+    id: String(r.id),
+  }));
+
+const received = async (p: Pick<Proc, 'rt'>, n: CloudNumber) =>
+  (
+    await p.rt.services.db
+      .selectFrom('events')
+      .select('id')
+      .where('account_id', '=', n.accountId)
+      .where('kind', '=', 'message.received')
+      .execute()
+  ).length;
+
+async function until<T>(what: string, f: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (ok(v)) return v;
+    if (Date.now() > end) throw new Error(`${what}: still ${JSON.stringify(v)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('"answer 200 at once, process from a durable queue" (docs/cloud.md "Inbound: acknowledged at once")', () => {
+  it('the 200 comes before processing, the batch is committed with it, and a restarted process processes it', async () => {
+    const app = await firstProcess({ workers: false });
+    const n = await cloudNumber(app);
+    const from = freshPhone({ spelling: 'digits' });
+    const res = await post(app, n, batch(app, n, [[from, 'hola, ¿tienen stock?']]));
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ received: true });
+    // Acknowledged, not processed: the batch is a row, the message is not stored yet.
+    expect(await queued(app)).toHaveLength(1);
+    expect(await texts(app, n, from)).toEqual([]);
+
+    // The next process's own worker finds it (no job run): stored once, one message.received.
+    const next = await restart(app);
+    expect(
+      await until(
+        'messages',
+        () => texts(next, n, from),
+        (t) => t.length > 0,
+      ),
+    ).toEqual(['hola, ¿tienen stock?']);
+    await until(
+      'queue',
+      () => queued(next),
+      (q) => q.length === 0,
+    );
+    expect(await received(next, n)).toBe(1);
+  });
+
+  it('"a later batch of a customer never runs before an earlier one": a batch held by a dead claim holds back that customer only, until its lease lapses', async () => {
+    const app = await firstProcess({ workers: false });
+    const n = await cloudNumber(app);
+    const [x, y] = [freshPhone({ spelling: 'digits' }), freshPhone({ spelling: 'digits' })];
+    expect((await post(app, n, batch(app, n, [[x, 'x1']]))).status).toBe(200);
+    expect((await post(app, n, batch(app, n, [[x, 'x2']]))).status).toBe(200);
+    expect((await post(app, n, batch(app, n, [[y, 'y1']]))).status).toBe(200);
+    const [first] = await queued(app);
+    // The first batch was claimed by a process that died: its lease still runs.
+    await sql`UPDATE inbound_queue SET claim = ${newId()}, attempts = 1, run_at = ${new Date(app.clock.ms() + LEASE_MS)}
+              WHERE id = ${first!.id}`.execute(app.rt.services.db);
+
+    await drain(app);
+    // Y went on; X's second batch waits for the first.
+    expect(await texts(app, n, y)).toEqual(['y1']);
+    expect(await texts(app, n, x)).toEqual([]);
+    expect((await queued(app)).map((q) => q.id)).toHaveLength(2);
+
+    app.clock.advance(LEASE_MS + 1);
+    await drain(app);
+    expect(await texts(app, n, x)).toEqual(['x1', 'x2']);
+    expect(await queued(app)).toEqual([]);
+  });
+
+  it('"one customer\'s messages keep receipt order across batches and workers": 40 batches of 4 customers drained by two workers at once', async () => {
+    const app = await firstProcess({ workers: false });
+    const other: Proc = onPostgres ? await startTestApp({ sameDataAs: app, clock: app.clock, workers: false }) : app;
+    if (other !== app) cleanup.push(() => other.close());
+    const n = await cloudNumber(app);
+    const customers = Array.from({ length: 4 }, () => freshPhone({ spelling: 'digits' }));
+    const sent = new Map<string, string[]>(customers.map((c) => [c, []]));
+    for (let b = 0; b < 40; b++) {
+      // Each batch: two customers, two messages each (payload order within a batch holds too).
+      const msgs: [string, string][] = [];
+      for (const c of [customers[b % 4]!, customers[(b + 1) % 4]!]) {
+        for (const k of [0, 1]) {
+          const text = `b${b}-${k}`;
+          msgs.push([c, text]);
+          sent.get(c)!.push(text);
+        }
+      }
+      expect((await post(b % 2 === 0 ? app : other, n, batch(app, n, msgs))).status).toBe(200);
+    }
+    const [a, b] = await Promise.all([drain(app), drain(other)]);
+    expect(a + b).toBeGreaterThanOrEqual(40);
+    expect(await queued(app)).toEqual([]);
+    for (const c of customers) expect(await texts(app, n, c)).toEqual(sent.get(c));
+    expect(await received(app, n)).toBe(160);
+  });
+
+  it('Meta re-sending a batch (queued twice, and again after processing) stores each message once, with one message.received', async () => {
+    const app = await firstProcess({ workers: false });
+    const n = await cloudNumber(app);
+    const from = freshPhone({ spelling: 'digits' });
+    const payload = batch(app, n, [
+      [from, 'uno'],
+      [from, 'dos'],
+    ]);
+    expect((await post(app, n, payload)).status).toBe(200);
+    expect((await post(app, n, payload)).status).toBe(200);
+    expect(await queued(app)).toHaveLength(2);
+    await drain(app);
+    expect((await post(app, n, payload)).status).toBe(200);
+    await drain(app);
+    expect(await texts(app, n, from)).toEqual(['uno', 'dos']);
+    expect(await received(app, n)).toBe(2);
+    expect(await queued(app)).toEqual([]);
+  });
+
+  it('"an unexpected failure is tried again later, never lost, never spinning": the database refusing the inbound write puts the batch back with a back-off', async () => {
+    const app = await firstProcess({ workers: false });
+    const n = await cloudNumber(app);
+    const from = freshPhone({ spelling: 'digits' });
+    expect((await post(app, n, batch(app, n, [[from, 'hola']]))).status).toBe(200);
+    const db = app.rt.services.db;
+    // Not one of our refusals: the table the inbound path writes is not there for a while.
+    await sql`ALTER TABLE conversations RENAME TO conversations_away`.execute(db);
+    try {
+      expect(await drain(app)).toBe(1);
+      const [row] = await queued(app);
+      expect(row).toMatchObject({ attempts: 1, claim: null });
+      expect(new Date(row!.run_at).getTime()).toBe(app.clock.ms() + 1000);
+      // Not due again before its back-off: the next pass runs nothing.
+      expect(await drain(app)).toBe(0);
+    } finally {
+      await sql`ALTER TABLE conversations_away RENAME TO conversations`.execute(db);
+    }
+    expect(await texts(app, n, from)).toEqual([]);
+    app.clock.advance(1000);
+    expect(await drain(app)).toBe(1);
+    expect(await texts(app, n, from)).toEqual(['hola']);
+    expect(await received(app, n)).toBe(1);
+    expect(await queued(app)).toEqual([]);
+  });
+});
