@@ -13,8 +13,10 @@
 // in flight when it halved (within SAME_EPISODE_MS) do not halve it again; later ones do.
 //
 // Time: slots are real time (what Meta measures; the waits are real timers): this process's
-// monotonic clock in memory, Redis's TIME in Redis (one clock for every process). The back-off's
-// steps are read from the injected clock, like the limiter's windows, so tests can move them.
+// monotonic clock in memory, Redis's TIME in Redis (one clock for every process). Not the
+// injected clock: it stands still in tests, where reservations would pile up on one instant and
+// every send of a test would wait for real. The back-off's steps are read from the injected
+// clock, like the limiter's windows, so tests can move them.
 //
 // Memory (this file) without REDIS_URL; Redis (pacer-redis.ts) with it, falling back to memory
 // while Redis is unreachable (like the limiter fails open).
@@ -171,12 +173,6 @@ export class MemoryPacer implements Pacer {
   slowDown(numberId: string): void {
     const st = this.state(numberId);
     st.backOff = halved(st.backOff, this.clock.ms());
-  }
-
-  /** The number's current back-off factor (1: full speed). */
-  factor(numberId: string): number {
-    const st = this.numbers.get(numberId);
-    return st ? recovered(st.backOff, this.clock.ms()).factor : 1;
   }
 
   async close(): Promise<void> {
