@@ -143,6 +143,10 @@ const seen = (times: number[]) =>
     .map((g) => g.toFixed(0))
     .join(' ')}`;
 
+/** One line of what was measured (docs/performance.md quotes these). */
+const report = (what: string, times: number[]) =>
+  console.info(`${what}: ${times.length} arrivals, at most ${maxInOneSecond(times)} in one second, ${rateOf(times).toFixed(2)}/s`);
+
 /** The most arrivals in any one-second window (a window starting at each arrival: the worst case). */
 function maxInOneSecond(times: number[]): number {
   let best = 0;
@@ -206,17 +210,24 @@ describe('PATCH …/phone-numbers/{pnId} throughputPerSecond (operator.md "Chann
 });
 
 describe('pacing in one process (docs/performance.md "Throughput tiers and pacing")', () => {
-  it('"never more than the tier in any one-second window, at least 0.9 of 95 % of it": the memory pacer (PGlite, no Redis), tier 10 over ~3 s at the fake Graph', async () => {
+  // A measure of real time on a shared 2-CPU machine: the fake Graph timestamps arrivals in this
+  // test's process, which a loaded machine may starve for hundreds of ms (arrivals then bunch in
+  // its socket). A starved run is tried again (twice); the assertions themselves stay strict.
+  it('"never more than the tier in any one-second window, at least 0.9 of 95 % of it": the memory pacer (PGlite, no Redis), tier 10 over ~3 s at the fake Graph', {
+    retry: 2,
+    timeout: 90_000,
+  }, async () => {
     const one = await childServer({});
     const n = await cloudNumber(one, 10);
     const statuses = await flood([one], n, 8, 3_000);
     expect(statuses.every((s) => s === 201)).toBe(true);
     const times = arrivals(n);
+    report('tier 10, one process, memory pacer', times);
     expect(times.length, seen(times)).toBeGreaterThanOrEqual(25);
     expect(maxInOneSecond(times), seen(times)).toBeLessThanOrEqual(10);
     expect(rateOf(times), seen(times)).toBeGreaterThanOrEqual(0.9 * PACE_SHARE * 10);
     expect(rateOf(times), seen(times)).toBeLessThanOrEqual(10);
-  }, 90_000);
+  });
 
   it('"a send that finds no slot within 2 s does not go out": 429 with Retry-After and the Spanish text; the message is failed with our reason, not the provider\'s', async () => {
     const n = await cloudNumber(app, 1);
@@ -263,6 +274,9 @@ describe('pacing in one process (docs/performance.md "Throughput tiers and pacin
     fake.reset();
     await flood([app], n, 4, 1_500, 0);
     const back = gaps(arrivals(n)).slice(1);
+    console.info(
+      `tier 6 (interval ${interval.toFixed(0)} ms): median gap ${median(slowed).toFixed(0)} ms after a 130429, ${median(back).toFixed(0)} ms 10 s later`,
+    );
     expect(median(back)).toBeGreaterThanOrEqual(interval * 0.9);
     expect(median(back)).toBeLessThanOrEqual(interval * 1.5);
   });
@@ -270,8 +284,10 @@ describe('pacing in one process (docs/performance.md "Throughput tiers and pacin
 
 describe('pacing across processes (shared in Redis: docs/performance.md "Throughput tiers and pacing")', () => {
   const shared = Boolean(process.env.DATABASE_URL && process.env.REDIS_URL);
+  // Tried again when a run was starved, as the one-process measure above.
   it.skipIf(!shared)(
     '"the tier holds for the number whatever process sends": two processes on one number of tier 10 never put more than 10 in a one-second window, and reach ≥ 0.9 of 95 % of it; a 130429 met by one halves the rate of the other too',
+    { retry: 2, timeout: 120_000 },
     async () => {
       // `app` made the database; two child processes share it and one Redis key prefix.
       const env = {
@@ -284,6 +300,7 @@ describe('pacing across processes (shared in Redis: docs/performance.md "Through
       const statuses = await flood([a!, b!], n, 4, 3_000);
       expect(statuses.every((s) => s === 201)).toBe(true);
       const times = arrivals(n);
+      report('tier 10, two processes, Redis pacer', times);
       expect(times.length, seen(times)).toBeGreaterThanOrEqual(25);
       expect(maxInOneSecond(times), seen(times)).toBeLessThanOrEqual(10);
       expect(rateOf(times), seen(times)).toBeGreaterThanOrEqual(0.9 * PACE_SHARE * 10);
@@ -297,7 +314,6 @@ describe('pacing across processes (shared in Redis: docs/performance.md "Through
       expect(slowed.length).toBeGreaterThanOrEqual(5);
       expect(median(slowed)).toBeGreaterThanOrEqual((2 * 1000 * 0.9) / (10 * PACE_SHARE));
     },
-    120_000,
   );
 });
 
