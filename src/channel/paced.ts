@@ -2,6 +2,8 @@
 // "Throughput tiers and pacing"): the registry (registry.ts) hands out providers wrapped in this,
 // so the API, campaigns, automations, agents and team sends are all paced, on the sandbox and on
 // the Cloud API alike. Instagram sends do not go through a ChannelProvider: not paced.
+
+import type { PhoneNumberRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { providerReason } from '../http/messages.es-AR.js';
 import { DEFAULT_MAX_WAIT_MS, type Pacer } from '../limits/pacer.js';
@@ -9,6 +11,18 @@ import { type ChannelProvider, ProviderError, type SendRequest, type SendResult,
 
 /** Graph's "rate limit hit" for the number's throughput (Cloud API error 130429). */
 export const THROUGHPUT_CODE = 130429;
+
+/** The column's default (migrations/0016): Meta's tier of a number that was never upgraded. */
+const DEFAULT_TIER = 80;
+
+/**
+ * The number's tier. A row read without the column (a query that names its columns and forgot
+ * this one) is paced at the default tier rather than not at all.
+ */
+export const tierOf = (number: PhoneNumberRow): number => {
+  const t = number.throughput_per_second as number | undefined;
+  return Number.isInteger(t) && t! >= 1 ? t! : DEFAULT_TIER;
+};
 
 export class PacedProvider implements ChannelProvider {
   readonly name: ChannelProvider['name'];
@@ -27,10 +41,11 @@ export class PacedProvider implements ChannelProvider {
    */
   async send(req: SendRequest): Promise<SendResult> {
     const number = req.from;
+    const tier = tierOf(number);
     const maxWaitMs = req.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
     if (!req.slotTaken) {
-      const slot = await this.pacer.reserve(number.id, number.throughput_per_second, maxWaitMs);
-      if (!slot.ok) throw new ThroughputBusy(number.id, number.throughput_per_second, Math.max(1, slot.waitMs - maxWaitMs));
+      const slot = await this.pacer.reserve(number.id, tier, maxWaitMs);
+      if (!slot.ok) throw new ThroughputBusy(number.id, tier, Math.max(1, slot.waitMs - maxWaitMs));
     }
     try {
       return await this.inner.send(req);

@@ -103,10 +103,13 @@ const ERRORS: Record<string, { description: string; examples: Record<string, Jso
   },
   '429': {
     description:
-      'Minute cap of requests or of messages (`Retry-After: 60`), monthly quota (`cause.reason: limit`), or the IP is blocked after more than 20 invalid keys in a minute.',
+      'Minute cap of requests or of messages (`Retry-After: 60`), monthly quota (`cause.reason: limit`), the IP is blocked after more than 20 invalid keys in a minute, or (POST /messages) the sending number is at its throughput tier: no free moment within 2 s (`Retry-After` in seconds, `messageId` of the message stored failed).',
     examples: {
       requests: { value: { error: textFor('rate_limited_requests', { limit: 300 }), cause: null } },
       messages: { value: { error: textFor('rate_limited_messages', { limit: 60 }), cause: null } },
+      number_throughput: {
+        value: { error: textFor('number_throughput', { limit: 80 }), cause: null, messageId: '0196b2a4-5e1f-7c3a-9d2e-4b8f0a1c2d3e' },
+      },
       ip_blocked: { value: { error: textFor('ip_blocked'), cause: null } },
     },
   },
@@ -240,7 +243,13 @@ export function publicDocument(full: Json): Json {
         res.description = e.description;
         const media = res.content?.['application/json'];
         if (media) media.examples ??= e.examples;
-        if (status === '429') res.headers = { 'Retry-After': { description: 'Seconds to wait (60 on a minute cap)', schema: int } };
+        if (status === '429')
+          res.headers = {
+            'Retry-After': {
+              description: 'Seconds to wait (60 on a minute cap; 1 or more when the number is at its throughput tier)',
+              schema: int,
+            },
+          };
       } else if (status.startsWith('2')) {
         res.headers = { ...RATE_HEADERS, ...(res.headers ?? {}) };
       }

@@ -15,15 +15,14 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
 import {
-  Departures,
   MemoryPacer,
   MIN_RATE,
   PACE_SHARE,
   type Pacer,
   RECOVER_STEP_MS,
   type Reservation,
+  reserveOnTime,
   SAME_EPISODE_MS,
-  waitForSlot,
 } from './pacer.js';
 
 const KEY_TTL_MS = 120_000;
@@ -50,8 +49,7 @@ local function num(x) return string.format('%.3f', x) end
 `;
 
 // KEYS: pace. ARGV: clock now, paced tier (PACE_SHARE of messages a second), max wait (ms).
-// Returns {1, wait ms, interval µs} with the slot reserved, or {0, wait ms it would have needed, interval µs}
-// (nothing reserved).
+// Returns {1, wait ms} with the slot reserved, or {0, wait ms it would have needed} (nothing reserved).
 const TAKE_LUA = `${READ_BACK_OFF}
 local paced = tonumber(ARGV[2])
 local rate = math.max(math.min(${MIN_RATE}, paced), paced * f)
@@ -59,11 +57,10 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local slot = math.max(tat, now)
 local wait = slot - now
-local interval = 1000 / rate
-if wait > tonumber(ARGV[3]) then return {0, math.ceil(wait), math.floor(interval * 1000)} end
-redis.call('HSET', KEYS[1], 't', num(slot + interval), 'f', num(f), 's', num(s))
+if wait > tonumber(ARGV[3]) then return {0, math.ceil(wait)} end
+redis.call('HSET', KEYS[1], 't', num(slot + 1000 / rate), 'f', num(f), 's', num(s))
 redis.call('PEXPIRE', KEYS[1], ${KEY_TTL_MS})
-return {1, math.ceil(wait), math.floor(interval * 1000)}
+return {1, math.ceil(wait)}
 `;
 
 // KEYS: pace. ARGV: clock now. Halves the factor unless it halved within SAME_EPISODE_MS
@@ -76,7 +73,7 @@ return 1
 `;
 
 interface PacerCommands {
-  chasquiPace(key: string, clockMs: number, paced: number, maxWaitMs: number): Promise<[number, number, number]>;
+  chasquiPace(key: string, clockMs: number, paced: number, maxWaitMs: number): Promise<[number, number]>;
   chasquiPaceSlowDown(key: string, clockMs: number): Promise<number>;
 }
 
@@ -92,7 +89,6 @@ export interface RedisPacerOptions {
 export class RedisPacer implements Pacer {
   private readonly redis: Redis & PacerCommands;
   private readonly fallback: MemoryPacer;
-  private readonly departures = new Departures();
   private readonly prefix: string;
   private readonly clock: Clock;
   private readonly log: Logger;
@@ -167,19 +163,20 @@ export class RedisPacer implements Pacer {
 
   async reserve(numberId: string, perSecond: number, maxWaitMs: number): Promise<Reservation> {
     if (!(await this.usable())) return this.fallback.reserve(numberId, perSecond, maxWaitMs);
-    let reply: [number, number, number];
-    try {
-      reply = await this.redis.chasquiPace(this.key(numberId), this.clock.ms(), perSecond * PACE_SHARE, maxWaitMs);
-      this.recovered();
-    } catch (e) {
-      this.failed(e);
-      return this.fallback.reserve(numberId, perSecond, maxWaitMs);
-    }
-    const [ok, waitMs, intervalUs] = reply;
-    if (ok !== 1) return { ok: false, waitMs };
-    await waitForSlot(waitMs);
-    await this.departures.leave(numberId, intervalUs / 1000);
-    return { ok: true };
+    let down = false;
+    const r = await reserveOnTime(async (wait) => {
+      if (down) return this.fallback.reserveNow(numberId, perSecond, wait);
+      try {
+        const [ok, waitMs] = await this.redis.chasquiPace(this.key(numberId), this.clock.ms(), perSecond * PACE_SHARE, wait);
+        this.recovered();
+        return { ok: ok === 1, waitMs };
+      } catch (e) {
+        this.failed(e);
+        down = true;
+        return this.fallback.reserveNow(numberId, perSecond, wait);
+      }
+    }, maxWaitMs);
+    return r;
   }
 
   async take(numberId: string, perSecond: number, maxWaitMs: number): Promise<boolean> {

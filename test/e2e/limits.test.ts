@@ -529,14 +529,16 @@ describe('shared state (issue "Limits" §5)', () => {
       const target = new URL(redisUrl!);
       // A TCP relay in front of Redis that holds what the client sends while stalled (a slow
       // network, not our code): commands time out, the connection stays up, no reconnection follows.
+      // Each connection keeps what it held (the process has several: the limiter's, its
+      // subscriber, the send pacer's), so the bytes go back to their own connection.
       let stalled = false;
-      const held: Buffer[] = [];
-      const pipes: { upstream: Socket }[] = [];
+      const pipes: { upstream: Socket; held: Buffer[] }[] = [];
       const relay = createServer((client) => {
         const upstream = connect(Number(target.port || 6379), target.hostname);
         for (const s of [client, upstream]) s.on('error', () => {});
-        pipes.push({ upstream });
-        client.on('data', (d: Buffer) => (stalled ? held.push(d) : upstream.write(d)));
+        const pipe = { upstream, held: [] as Buffer[] };
+        pipes.push(pipe);
+        client.on('data', (d: Buffer) => (stalled ? pipe.held.push(d) : upstream.write(d)));
         upstream.pipe(client);
         client.on('close', () => upstream.destroy());
         upstream.on('close', () => client.destroy());
@@ -561,7 +563,7 @@ describe('shared state (issue "Limits" §5)', () => {
           back = true;
         });
         stalled = false;
-        for (const { upstream } of pipes) for (const d of held.splice(0)) upstream.write(d);
+        for (const { upstream, held } of pipes) for (const d of held.splice(0)) upstream.write(d);
         // Once the back-off ends (by the service clock), the next request is decided in Redis again.
         a.clock.advance(1_000);
         expect((await acc.call('POST', '/messages', { to: freshPhone(), text: 'hola' })).status).toBe(409);

@@ -7,8 +7,11 @@
 // clock is then not stalled by the app's own work (PGlite runs in the thread that starts it).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { type AddressInfo, connect, createServer, type Server as NetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeGraph, startFakeGraph } from '../fakes/graph.js';
 import { ADMIN_TOKEN, freshPhone, type Res, request, startTestApp, type TestApp } from '../harness.js';
@@ -134,6 +137,16 @@ const arrivals = (n: CloudNumber) =>
     .map((c) => c.at)
     .sort((a, b) => a - b);
 
+/** The gaps between arrivals, for a failure message: what the fake Graph saw. */
+const seen = (times: number[]) =>
+  `gaps (ms): ${gaps(times)
+    .map((g) => g.toFixed(0))
+    .join(' ')}`;
+
+/** One line of what was measured (docs/performance.md quotes these). */
+const report = (what: string, times: number[]) =>
+  console.info(`${what}: ${times.length} arrivals, at most ${maxInOneSecond(times)} in one second, ${rateOf(times).toFixed(2)}/s`);
+
 /** The most arrivals in any one-second window (a window starting at each arrival: the worst case). */
 function maxInOneSecond(times: number[]): number {
   let best = 0;
@@ -171,15 +184,20 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const gaps = (times: number[]) => times.slice(1).map((t, i) => t - times[i]!);
 
 describe('PATCH …/phone-numbers/{pnId} throughputPerSecond (operator.md "Channel numbers")', () => {
-  it('"an integer from 1 to 1000": 0, 1001, "x", 2.5 and null get a Spanish 400; 1000 is kept and shown to the operator and in GET /me', async () => {
+  it('"an integer from 1 to 1000": 0, 1001, "x", 2.5 and null get a Spanish 400 at the field; 1000 is kept and shown to the operator and in GET /me', async () => {
     const acc = await app.createAccount();
     const path = `/accounts/${acc.id}/phone-numbers/${acc.phoneNumberId}`;
-    for (const bad of [0, 1001, 'x', 2.5, null, -5]) {
+    const refusals: [unknown, string][] = [
+      [0, 'Tiene que ser mayor o igual a 1.'],
+      [1001, 'Tiene que ser menor o igual a 1000.'],
+      ['x', 'Tiene que ser un número.'],
+      [2.5, 'Tiene que ser un número entero.'],
+      [null, 'Tiene que ser un número.'],
+    ];
+    for (const [bad, message] of refusals) {
       const r = await app.admin('PATCH', path, { throughputPerSecond: bad });
       expect(r.status, JSON.stringify(bad)).toBe(400);
-      const problems = JSON.parse(r.body.error.message);
-      expect(problems[0].path).toEqual(['throughputPerSecond']);
-      expect(problems[0].message).toMatch(/[áéíóúñ]|debe|tiene|número|entero|mayor|menor/i);
+      expect(JSON.parse(r.body.error.message)).toEqual([{ path: ['throughputPerSecond'], message }]);
     }
     const ok = await app.admin('PATCH', path, { throughputPerSecond: 1000 });
     expect(ok.status).toBe(200);
@@ -192,17 +210,24 @@ describe('PATCH …/phone-numbers/{pnId} throughputPerSecond (operator.md "Chann
 });
 
 describe('pacing in one process (docs/performance.md "Throughput tiers and pacing")', () => {
-  it('"never more than the tier in any one-second window, at least 0.9 of 95 % of it": the memory pacer (PGlite, no Redis), tier 10 over ~3 s at the fake Graph', async () => {
+  // A measure of real time on a shared 2-CPU machine: the fake Graph timestamps arrivals in this
+  // test's process, which a loaded machine may starve for hundreds of ms (arrivals then bunch in
+  // its socket). A starved run is tried again (twice); the assertions themselves stay strict.
+  it('"never more than the tier in any one-second window, at least 0.9 of 95 % of it": the memory pacer (PGlite, no Redis), tier 10 over ~3 s at the fake Graph', {
+    retry: 2,
+    timeout: 90_000,
+  }, async () => {
     const one = await childServer({});
     const n = await cloudNumber(one, 10);
     const statuses = await flood([one], n, 8, 3_000);
     expect(statuses.every((s) => s === 201)).toBe(true);
     const times = arrivals(n);
-    expect(times.length).toBeGreaterThanOrEqual(25);
-    expect(maxInOneSecond(times)).toBeLessThanOrEqual(10);
-    expect(rateOf(times)).toBeGreaterThanOrEqual(0.9 * PACE_SHARE * 10);
-    expect(rateOf(times)).toBeLessThanOrEqual(10);
-  }, 90_000);
+    report('tier 10, one process, memory pacer', times);
+    expect(times.length, seen(times)).toBeGreaterThanOrEqual(25);
+    expect(maxInOneSecond(times), seen(times)).toBeLessThanOrEqual(10);
+    expect(rateOf(times), seen(times)).toBeGreaterThanOrEqual(0.9 * PACE_SHARE * 10);
+    expect(rateOf(times), seen(times)).toBeLessThanOrEqual(10);
+  });
 
   it('"a send that finds no slot within 2 s does not go out": 429 with Retry-After and the Spanish text; the message is failed with our reason, not the provider\'s', async () => {
     const n = await cloudNumber(app, 1);
@@ -249,6 +274,9 @@ describe('pacing in one process (docs/performance.md "Throughput tiers and pacin
     fake.reset();
     await flood([app], n, 4, 1_500, 0);
     const back = gaps(arrivals(n)).slice(1);
+    console.info(
+      `tier 6 (interval ${interval.toFixed(0)} ms): median gap ${median(slowed).toFixed(0)} ms after a 130429, ${median(back).toFixed(0)} ms 10 s later`,
+    );
     expect(median(back)).toBeGreaterThanOrEqual(interval * 0.9);
     expect(median(back)).toBeLessThanOrEqual(interval * 1.5);
   });
@@ -256,8 +284,10 @@ describe('pacing in one process (docs/performance.md "Throughput tiers and pacin
 
 describe('pacing across processes (shared in Redis: docs/performance.md "Throughput tiers and pacing")', () => {
   const shared = Boolean(process.env.DATABASE_URL && process.env.REDIS_URL);
+  // Tried again when a run was starved, as the one-process measure above.
   it.skipIf(!shared)(
-    '"the tier holds for the number whatever process sends": two processes on one number of tier 10 never put more than 10 in a one-second window, and reach ≥ 0.9 of 95 % of it',
+    '"the tier holds for the number whatever process sends": two processes on one number of tier 10 never put more than 10 in a one-second window, and reach ≥ 0.9 of 95 % of it; a 130429 met by one halves the rate of the other too',
+    { retry: 2, timeout: 120_000 },
     async () => {
       // `app` made the database; two child processes share it and one Redis key prefix.
       const env = {
@@ -270,10 +300,100 @@ describe('pacing across processes (shared in Redis: docs/performance.md "Through
       const statuses = await flood([a!, b!], n, 4, 3_000);
       expect(statuses.every((s) => s === 201)).toBe(true);
       const times = arrivals(n);
-      expect(times.length).toBeGreaterThanOrEqual(25);
-      expect(maxInOneSecond(times)).toBeLessThanOrEqual(10);
-      expect(rateOf(times)).toBeGreaterThanOrEqual(0.9 * PACE_SHARE * 10);
+      report('tier 10, two processes, Redis pacer', times);
+      expect(times.length, seen(times)).toBeGreaterThanOrEqual(25);
+      expect(maxInOneSecond(times), seen(times)).toBeLessThanOrEqual(10);
+      expect(rateOf(times), seen(times)).toBeGreaterThanOrEqual(0.9 * PACE_SHARE * 10);
+
+      // "halve its rate in every process": a 130429 met by one process slows the other's sends.
+      fake.reset();
+      fake.queue({ error: { status: 400, code: 130429, message: '(#130429) Rate limit hit' } });
+      expect((await send(a!, n)).status).toBe(502);
+      await flood([b!], n, 4, 2_000, 0);
+      const slowed = gaps(arrivals(n)).slice(2);
+      expect(slowed.length).toBeGreaterThanOrEqual(5);
+      expect(median(slowed)).toBeGreaterThanOrEqual((2 * 1000 * 0.9) / (10 * PACE_SHARE));
     },
-    120_000,
+  );
+});
+
+describe('Redis unreachable (docs/performance.md: "each process paces alone in memory")', () => {
+  const redisUrl = process.env.REDIS_URL;
+  it.skipIf(!redisUrl)(
+    '"as the limiter fails open": sends keep going, paced in memory, with one log line for the outage; back in Redis when it answers',
+    async () => {
+      const target = new URL(redisUrl!);
+      // A TCP relay in front of Redis that the test can cut (a fake network, not our code).
+      const sockets = new Set<Socket>();
+      let relay: NetServer | null = null;
+      const openRelay = (port: number) =>
+        new Promise<number>((resolve, reject) => {
+          relay = createServer((client) => {
+            const upstream = connect(Number(target.port || 6379), target.hostname);
+            for (const x of [client, upstream]) {
+              sockets.add(x);
+              x.on('error', () => {});
+              x.on('close', () => sockets.delete(x));
+            }
+            client.pipe(upstream).pipe(client);
+            client.on('close', () => upstream.destroy());
+            upstream.on('close', () => client.destroy());
+          });
+          relay.once('error', reject);
+          relay.listen(port, '127.0.0.1', () => resolve((relay!.address() as AddressInfo).port));
+        });
+      const cutRelay = () =>
+        new Promise<void>((resolve) => {
+          for (const x of sockets) x.destroy();
+          relay!.close(() => resolve());
+        });
+      const lines: string[] = [];
+      const logDestination = new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(String(chunk));
+          done();
+        },
+      });
+      const port = await openRelay(0);
+      const prefix = `chasqui-test-pace-${process.pid}-${Date.now()}`;
+      const alone = await startTestApp({
+        env: { ...CLOUD_ENV, GRAPH_API_URL: fake.url, REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: 'warn' },
+        logDestination,
+      });
+      const direct = new Redis(redisUrl!);
+      try {
+        const n = await cloudNumber(alone, 5);
+        const key = `${prefix}:pace:${n.id}`;
+        const to = freshPhone();
+        expect((await send(alone, n, to)).status).toBe(201);
+        const first = await direct.hget(key, 't');
+        expect(first).not.toBeNull();
+
+        await cutRelay();
+        fake.reset();
+        const answers = await Promise.all([0, 1, 2, 3].map(() => send(alone, n, to)));
+        expect(answers.map((r) => r.status)).toEqual([201, 201, 201, 201]);
+        // Paced in this process meanwhile: 5 a second at 95 %, ≈ 210 ms apart.
+        for (const g of gaps(arrivals(n))) expect(g).toBeGreaterThanOrEqual(150);
+        expect(await direct.hget(key, 't')).toBe(first);
+        const outage = lines.filter((l) => l.includes('each process paces its numbers alone'));
+        expect(outage).toHaveLength(1);
+
+        await openRelay(port);
+        // ioredis reconnects on its own schedule: send until a slot is reserved in Redis again.
+        const until = Date.now() + 10_000;
+        while ((await direct.hget(key, 't')) === first && Date.now() < until) {
+          expect((await send(alone, n, to)).status).toBe(201);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        expect(await direct.hget(key, 't')).not.toBe(first);
+        expect(lines.filter((l) => l.includes("numbers' send slots are shared across processes again"))).toHaveLength(1);
+      } finally {
+        await alone.close();
+        await cutRelay();
+        direct.disconnect();
+      }
+    },
+    60_000,
   );
 });
