@@ -20,6 +20,7 @@ export async function messageFigure(server: Server, contactsRps: number) {
       201,
       'create number',
     );
+    await must(admin(server.url, 'PATCH', `/accounts/${acc.id}/phone-numbers/${pn.id}`, { throughputPerSecond: 1000 }), 200, 'number tier');
     numbers.push(pn.id as string);
   }
   let turn = 0;

@@ -24,7 +24,7 @@ export const PhoneNumberView = z.object({
     .number()
     .int()
     .describe(
-      'Messages a second Meta lets the number send (its tier: 80 by default, up to 1,000); its sends are paced at 95 % of it (docs/performance.md "Throughput tiers and pacing")',
+      'Messages a second Meta lets the number send (its tier: 80 by default, up to 1,000); its sends are paced at 93 % of it (docs/performance.md "Throughput tiers and pacing")',
     ),
 });
 

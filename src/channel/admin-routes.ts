@@ -40,7 +40,7 @@ const PatchInput = z.strictObject({
     .max(1000)
     .optional()
     .describe(
-      "The number's throughput tier: messages a second Meta lets it send (80 by default; upgraded numbers up to 1,000). Sends are paced at 95 % of it in every process (docs/performance.md)",
+      "The number's throughput tier: messages a second Meta lets it send (80 by default; upgraded numbers up to 1,000). Sends are paced at 93 % of it in every process (docs/performance.md)",
     ),
 });
 

@@ -28,7 +28,7 @@ import type { Clock } from '../lib/clock.js';
  * and server jitter; pacing a little under the tier leaves that room, so jitter cannot put more
  * than the tier into one of Meta's one-second windows.
  */
-export const PACE_SHARE = 0.95;
+export const PACE_SHARE = 0.93;
 /** While slowed down, the factor doubles back each time this much of the clock passes. */
 export const RECOVER_STEP_MS = 10_000;
 /** 130429s within this long of a halving answer sends already in flight: the same episode. */
@@ -98,7 +98,7 @@ export const waitForSlot = (waitMs: number): Promise<void> => (waitMs >= 1 ? sle
  * the slot go and reserves another: it would otherwise leave next to
  * the following slot's send, maybe another process's. Departures then stay within LATE_MS after
  * their slots, so a one-second window of departures spans slots of at most 1000 + LATE_MS ms:
- * at 95 % of the tier that is still no more than the tier (the bound is ≈ 52 ms).
+ * at 93 % of the tier that is still no more than the tier, with ≈ 35 ms left for the network and Meta's clock.
  */
 export const LATE_MS = 40;
 
