@@ -15,6 +15,7 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
 import {
+  Departures,
   MemoryPacer,
   MIN_RATE,
   PACE_SHARE,
@@ -89,6 +90,7 @@ export interface RedisPacerOptions {
 export class RedisPacer implements Pacer {
   private readonly redis: Redis & PacerCommands;
   private readonly fallback: MemoryPacer;
+  private readonly departures = new Departures();
   private readonly prefix: string;
   private readonly clock: Clock;
   private readonly log: Logger;
@@ -176,6 +178,7 @@ export class RedisPacer implements Pacer {
         return this.fallback.reserveNow(numberId, perSecond, wait);
       }
     }, maxWaitMs);
+    if (r.ok) await this.departures.leave(numberId, perSecond * PACE_SHARE);
     return r;
   }
 
