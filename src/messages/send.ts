@@ -33,6 +33,7 @@ import { isUuid, newId } from '../lib/ids.js';
 import { canonicalPhone } from '../lib/phone.js';
 import { effectiveLimits } from '../limits/plans.js';
 import type { Services } from '../services.js';
+import { providerApiError } from './batch.js';
 import { applyEarlyStatuses, MARKETING_BLOCKED } from './status.js';
 import { type MessageRecord, messageView } from './view.js';
 
@@ -562,16 +563,5 @@ async function failAtSend(s: Services, pending: { id: string; contact_id: string
       .execute();
   });
   if (busy) return throughputBusyError(busy, messageId);
-  const opts = { params: { reason: pe.reason }, extra: { code: pe.code, messageId } };
-  switch (pe.kind) {
-    case 'window':
-      // Instagram has no templates to suggest.
-      return new ApiError(social ? 'provider_window_social' : 'provider_window', opts);
-    case 'template':
-      return new ApiError('provider_template', opts);
-    case 'temporary':
-      return new ApiError('provider_temporary', opts);
-    default:
-      return new ApiError('provider_rejected', opts);
-  }
+  return providerApiError(pe, messageId, social);
 }
