@@ -36,8 +36,13 @@ const FLUSH_MS = 50;
 const LANES = 8;
 /** A recipient Graph refused with 130429 (the number's throughput) is tried again this much later. */
 const THROTTLED_RETRY_MS = 1_000;
-/** How long a send may wait for its slot before the rest of the slice is given back. */
-const SLOT_WAIT_MS = 1_000;
+/**
+ * How long a campaign send may wait for its slot before the rest of the slice is given back. A
+ * campaign reserves at most a slice and a half ahead, so this only runs out when other senders
+ * fill the number (then the campaign waits its turn) or when the process is so starved that a
+ * send woke too late and had to reserve again; 1 s gave up slices that way on a loaded CI machine.
+ */
+const SLOT_WAIT_MS = 5_000;
 
 /** ApiError codes that stop the whole campaign: no recipient could be sent either. */
 const CAMPAIGN_FATAL = new Set([
@@ -433,9 +438,16 @@ async function sendCampaign(s: Services, campaignId: string): Promise<number> {
   const unsent: SliceItem[] = [];
   let handled = 0;
   // Slices prepared ahead (PREPARED_AHEAD): a slow transaction never leaves the number idle.
+  // One after another: two prepared at once would race for the campaign row, and the one that
+  // found nothing could come back first and end the run with the other's slice unsent.
   const ready: Promise<Slice>[] = [];
+  let last: Promise<unknown> = Promise.resolve();
   const refill = () => {
-    while (ready.length < PREPARED_AHEAD) ready.push(prepareSlice(s, campaignId));
+    while (ready.length < PREPARED_AHEAD) {
+      const next = last.then(() => prepareSlice(s, campaignId));
+      last = next.catch(() => {});
+      ready.push(next);
+    }
   };
   refill();
   try {
