@@ -2,6 +2,7 @@
 // built CLI, exactly what `npm start` runs), a fresh database per run, the operator API, and
 // autocannon runs reduced to the few numbers we print.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -187,6 +188,42 @@ export async function benchAccount(url: string, limits: Record<string, number | 
   // second, paced at 950), so the pacer is in the path but rarely what waits.
   await must(admin(url, 'PATCH', `/accounts/${acc.id}/phone-numbers/${pn.id}`, { throughputPerSecond: 1000 }), 200, 'number tier');
   return { id: acc.id as string, key: key.key as string, phoneNumberId: pn.id as string };
+}
+
+/** Random decimal digits, for Meta-style ids (Graph phone-number, WABA and template ids). */
+export const digits = (n: number): string => Array.from(randomBytes(n), (b) => String(b % 10)).join('');
+
+/**
+ * Connects a WhatsApp Cloud API number with fresh credentials through the operator API (201):
+ * the number and the credentials (the app secret signs the receiver's batches).
+ */
+export async function connectCloudNumber(url: string, accountId: string, phone: string) {
+  const cloud = {
+    phoneNumberId: `1${digits(14)}`,
+    wabaId: `2${digits(14)}`,
+    accessToken: `EAAG${randomBytes(24).toString('base64url')}`,
+    appSecret: randomBytes(16).toString('hex'),
+    verifyToken: `vt-${randomBytes(8).toString('hex')}`,
+  };
+  const number = await must(
+    admin(url, 'POST', `/accounts/${accountId}/phone-numbers`, { phone, name: 'Cloud', provider: 'cloud', cloud }),
+    201,
+    'connect cloud number',
+  );
+  return { number, cloud };
+}
+
+/** Lists `template` for the WABA at the fake Graph and syncs the account's templates: the synced one. */
+export async function syncCloudTemplate(
+  url: string,
+  accountId: string,
+  graph: { templates: Map<string, unknown[]> },
+  wabaId: string,
+  template: { name: string } & Record<string, unknown>,
+) {
+  graph.templates.set(wabaId, [{ id: `1${digits(14)}`, language: 'es_AR', status: 'APPROVED', ...template }]);
+  const synced = await must(admin(url, 'POST', `/accounts/${accountId}/templates/sync`), 200, 'template sync');
+  return synced.templates.find((t: { name: string }) => t.name === template.name) as { id: string; name: string };
 }
 
 export const UNLIMITED = {

@@ -2,16 +2,13 @@
 // answering in 100 ms; the server is killed after about 3 s of sending, started again on the same
 // database, and must finish the campaign with 0 recipients reached twice and counters equal to the
 // recipients' own states (the few in flight at the kill are "interrupted": counted failed, never sent again).
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { admin, benchAccount, must, sleep, startServer, UNLIMITED } from '../bench/lib.js';
+import { admin, benchAccount, connectCloudNumber, must, sleep, startServer, syncCloudTemplate, UNLIMITED } from '../bench/lib.js';
 import { startFakeGraph } from '../test/fakes/graph.js';
 
 const AUDIENCE = 5_000;
 const TIER = 500;
 const KILL_AFTER_MS = 3_000;
-
-const digits = (n: number) => Array.from(randomBytes(n), (b) => String(b % 10)).join('');
 
 export async function campaignsKill(env: Record<string, string>): Promise<{ ok: boolean; line: string }> {
   const graph = await startFakeGraph();
@@ -21,30 +18,13 @@ export async function campaignsKill(env: Record<string, string>): Promise<{ ok: 
   let server = await startServer({ ...env, GRAPH_API_URL: graph.url });
   try {
     const acc = await benchAccount(server.url, UNLIMITED, 'faults-campaigns');
-    const cloud = {
-      phoneNumberId: digits(15),
-      wabaId: digits(15),
-      accessToken: `EAAG${randomBytes(24).toString('base64url')}`,
-      appSecret: randomBytes(16).toString('hex'),
-      verifyToken: `vt-${randomBytes(8).toString('hex')}`,
-    };
-    const number = await must(
-      admin(server.url, 'POST', `/accounts/${acc.id}/phone-numbers`, { phone: '+54 9 11 4200-0000', provider: 'cloud', cloud }),
-      201,
-      'cloud number',
-    );
+    const { number, cloud } = await connectCloudNumber(server.url, acc.id, '+54 9 11 4200-0000');
     await must(admin(server.url, 'PATCH', `/accounts/${acc.id}/phone-numbers/${number.id}`, { throughputPerSecond: TIER }), 200, 'tier');
-    graph.templates.set(cloud.wabaId, [
-      {
-        id: `1${digits(14)}`,
-        name: 'aviso',
-        language: 'es_AR',
-        status: 'APPROVED',
-        category: 'UTILITY',
-        components: [{ type: 'BODY', text: 'Hola' }],
-      },
-    ]);
-    const synced = await must(admin(server.url, 'POST', `/accounts/${acc.id}/templates/sync`), 200, 'template sync');
+    const template = await syncCloudTemplate(server.url, acc.id, graph, cloud.wabaId, {
+      name: 'aviso',
+      category: 'UTILITY',
+      components: [{ type: 'BODY', text: 'Hola' }],
+    });
     await client.query(
       `INSERT INTO contacts (id, account_id, phone, name, attributes, opted_out, marketing_opt_out, created_at, updated_at)
        SELECT gen_random_uuid(), $1, '5491170' || lpad(g::text, 6, '0'), 'Cliente ' || g, '{}'::jsonb, false, false, now(), now()
@@ -54,7 +34,7 @@ export async function campaignsKill(env: Record<string, string>): Promise<{ ok: 
     const campaign = await must(
       admin(server.url, 'POST', `/accounts/${acc.id}/campaigns`, {
         name: 'Corte',
-        templateId: synced.templates[0].id,
+        templateId: template.id,
         phoneNumberId: number.id,
       }),
       201,

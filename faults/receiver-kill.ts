@@ -5,7 +5,7 @@
 // stored exactly once, with one message.received, and no message twice.
 import { createHmac, randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { admin, benchAccount, must, nextPhone, type Server, sleep, startServer, UNLIMITED } from '../bench/lib.js';
+import { benchAccount, connectCloudNumber, nextPhone, type Server, sleep, startServer, UNLIMITED } from '../bench/lib.js';
 
 const PER_BATCH = 10;
 const BATCHES_PER_S = 60;
@@ -19,22 +19,8 @@ export async function receiverKill(env: Record<string, string>): Promise<{ ok: b
   try {
     await client.connect();
     const acc = await benchAccount(server.url, UNLIMITED, 'faults-receiver');
-    const digits = (n: number) => Array.from(randomBytes(n), (b) => String(b % 10)).join('');
-    const graphId = `1${digits(14)}`;
-    const wabaId = `2${digits(14)}`;
-    const appSecret = randomBytes(16).toString('hex');
-    const cloud = {
-      phoneNumberId: graphId,
-      wabaId,
-      accessToken: `EAAG${randomBytes(24).toString('base64url')}`,
-      appSecret,
-      verifyToken: 'vt-faults',
-    };
-    const number = await must(
-      admin(server.url, 'POST', `/accounts/${acc.id}/phone-numbers`, { phone: nextPhone(8), name: 'Cloud', provider: 'cloud', cloud }),
-      201,
-      'connect cloud number',
-    );
+    const { number, cloud } = await connectCloudNumber(server.url, acc.id, nextPhone(8));
+    const { phoneNumberId: graphId, wabaId, appSecret } = cloud;
     const customers = Array.from({ length: CUSTOMERS }, (_, i) => `5491180${String(100_000 + i).padStart(6, '0')}`);
     let seq = 0;
     const acknowledged: string[] = [];

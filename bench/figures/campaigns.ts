@@ -3,10 +3,22 @@
 // in 100 ms, at tier 1,000/s and at tier 80/s (measured at the fake Graph: sends per second and the
 // most in any one-second window), the API's GET p99 while the 1,000/s campaign runs against the
 // same GET when idle, and how long a 100,000-recipient campaign takes to send its first message.
-import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import { startFakeGraph } from '../../test/fakes/graph.js';
-import { admin, BASE_URL, benchAccount, cpuMs, must, type Server, serverEnv, sleep, startServer, UNLIMITED } from '../lib.js';
+import {
+  admin,
+  BASE_URL,
+  benchAccount,
+  connectCloudNumber,
+  cpuMs,
+  must,
+  type Server,
+  serverEnv,
+  sleep,
+  startServer,
+  syncCloudTemplate,
+  UNLIMITED,
+} from '../lib.js';
 import { record } from '../report.js';
 
 const GRAPH_MS = 100;
@@ -17,8 +29,6 @@ const LOW_TIER_WATCH_MS = 12_000;
 /** The API's GET while idle and during the campaign: an offered rate, so latency is not throughput. */
 const API_RATE = 200;
 const API_SECONDS = 6;
-
-const digits = (n: number) => Array.from(randomBytes(n), (b) => String(b % 10)).join('');
 
 /** The most values of `times` (ms, sorted) inside any window [t, t + 1000). */
 function maxInAnySecond(times: number[]): number {
@@ -73,42 +83,19 @@ export async function campaignFigures() {
   await client.connect();
   try {
     const acc = await benchAccount(server.url, UNLIMITED, 'bench-campaigns');
-    const cloud = {
-      phoneNumberId: digits(15),
-      wabaId: digits(15),
-      accessToken: `EAAG${randomBytes(24).toString('base64url')}`,
-      appSecret: randomBytes(16).toString('hex'),
-      verifyToken: `vt-${randomBytes(8).toString('hex')}`,
-    };
-    const number = await must(
-      admin(server.url, 'POST', `/accounts/${acc.id}/phone-numbers`, {
-        phone: '+54 9 11 4100-0000',
-        name: 'Campañas',
-        provider: 'cloud',
-        cloud,
-      }),
-      201,
-      'cloud number',
-    );
-    graph.templates.set(cloud.wabaId, [
-      {
-        id: `1${digits(14)}`,
-        name: 'bench_promo',
-        language: 'es_AR',
-        status: 'APPROVED',
-        category: 'MARKETING',
-        parameter_format: 'NAMED',
-        components: [
-          {
-            type: 'BODY',
-            text: 'Hola {{nombre}}, hoy hay 2x1.',
-            example: { body_text_named_params: [{ param_name: 'nombre', example: 'Ana' }] },
-          },
-        ],
-      },
-    ]);
-    const synced = await must(admin(server.url, 'POST', `/accounts/${acc.id}/templates/sync`), 200, 'template sync');
-    const template = synced.templates.find((t: { name: string }) => t.name === 'bench_promo');
+    const { number, cloud } = await connectCloudNumber(server.url, acc.id, '+54 9 11 4100-0000');
+    const template = await syncCloudTemplate(server.url, acc.id, graph, cloud.wabaId, {
+      name: 'bench_promo',
+      category: 'MARKETING',
+      parameter_format: 'NAMED',
+      components: [
+        {
+          type: 'BODY',
+          text: 'Hola {{nombre}}, hoy hay 2x1.',
+          example: { body_text_named_params: [{ param_name: 'nombre', example: 'Ana' }] },
+        },
+      ],
+    });
     const seed = (lote: string, prefix: string, n: number) =>
       client.query(
         `INSERT INTO contacts (id, account_id, phone, name, attributes, opted_out, marketing_opt_out, created_at, updated_at)

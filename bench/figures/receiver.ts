@@ -7,7 +7,7 @@
 // writes it runs). The arrival at the receiver (dispatcher included) is in the note.
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
-import { admin, benchAccount, DURATION, must, nextPhone, quantile, type Server, sleep, UNLIMITED } from '../lib.js';
+import { admin, benchAccount, connectCloudNumber, DURATION, must, nextPhone, quantile, type Server, sleep, UNLIMITED } from '../lib.js';
 import { record } from '../report.js';
 
 const PER_BATCH = 10;
@@ -41,21 +41,8 @@ export async function receiverFigure(server: Server): Promise<void> {
   const hookUrl = `http://127.0.0.1:${(hook.address() as { port: number }).port}/hook`;
 
   const acc = await benchAccount(server.url, UNLIMITED, 'bench-receiver');
-  const graphId = `1${Array.from(randomBytes(14), (b) => String(b % 10)).join('')}`;
-  const wabaId = `2${Array.from(randomBytes(14), (b) => String(b % 10)).join('')}`;
-  const appSecret = randomBytes(16).toString('hex');
-  const cloud = {
-    phoneNumberId: graphId,
-    wabaId,
-    accessToken: `EAAG${randomBytes(24).toString('base64url')}`,
-    appSecret,
-    verifyToken: 'vt-bench',
-  };
-  const number = await must(
-    admin(server.url, 'POST', `/accounts/${acc.id}/phone-numbers`, { phone: nextPhone(7), name: 'Cloud', provider: 'cloud', cloud }),
-    201,
-    'connect cloud number',
-  );
+  const { number, cloud } = await connectCloudNumber(server.url, acc.id, nextPhone(7));
+  const { phoneNumberId: graphId, wabaId, appSecret } = cloud;
   await must(admin(server.url, 'POST', `/accounts/${acc.id}/webhooks`, { url: hookUrl }), 201, 'create webhook');
 
   const customers = Array.from({ length: CUSTOMERS }, (_, i) => `5491170${String(100_000 + i).padStart(6, '0')}`);
