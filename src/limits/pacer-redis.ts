@@ -11,7 +11,7 @@
 // Failure mode: Redis unreachable → each process paces alone with its memory pacer (as the limiter
 // fails open: a number sending from several processes may then go over its tier and meet 130429s,
 // which slow it down), one error log per outage, back to Redis when it answers again.
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
 import {
@@ -25,10 +25,9 @@ import {
   reserveOnTime,
   SAME_EPISODE_MS,
 } from './pacer.js';
+import { RedisLink } from './redis-link.js';
 
 const KEY_TTL_MS = 120_000;
-/** After a failed command, skip Redis this long before trying again. */
-const BACKOFF_MS = 1_000;
 
 // Lua shared by both scripts: reads the hash and applies the recovery steps up to the clock's now
 // (ARGV[1]); leaves f, s and hh (last halving) set.
@@ -93,87 +92,43 @@ export class RedisPacer implements Pacer {
   private readonly departures = new Departures();
   private readonly prefix: string;
   private readonly clock: Clock;
-  private readonly log: Logger;
-  private firstContact: Promise<void>;
-  private outage = false;
-  private skipUntil = 0;
-  private closed = false;
+  private readonly link: RedisLink;
 
   constructor(opts: RedisPacerOptions) {
     this.prefix = opts.prefix;
     this.clock = opts.clock;
-    this.log = opts.log;
     this.fallback = new MemoryPacer(opts.clock);
-    const connection = new Redis(opts.url, {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      commandTimeout: opts.commandTimeoutMs ?? 500,
-      connectTimeout: 2_000,
-      retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2_000),
+    this.link = new RedisLink({
+      url: opts.url,
+      commandTimeoutMs: opts.commandTimeoutMs,
+      log: opts.log,
+      now: Date.now,
+      lines: {
+        down: 'Redis unreachable: each process paces its numbers alone (memory) until it is back',
+        up: "Redis reachable again: numbers' send slots are shared across processes again",
+      },
     });
+    const connection = this.link.connection;
     connection.defineCommand('chasquiPace', { numberOfKeys: 1, lua: TAKE_LUA });
     connection.defineCommand('chasquiPaceSlowDown', { numberOfKeys: 1, lua: SLOW_DOWN_LUA });
     this.redis = connection as Redis & PacerCommands;
-    let settle: () => void = () => {};
-    this.firstContact = new Promise<void>((resolve) => {
-      settle = resolve;
-    });
-    const timer = setTimeout(settle, 3_000);
-    timer.unref();
-    this.redis.on('ready', () => {
-      settle();
-      this.recovered();
-    });
-    this.redis.on('error', (err: Error) => {
-      settle();
-      this.failed(err);
-    });
   }
 
   private key(numberId: string): string {
     return `${this.prefix}:pace:${numberId}`;
   }
 
-  private failed(err: unknown): void {
-    this.skipUntil = Date.now() + BACKOFF_MS;
-    if (this.outage || this.closed) return;
-    this.outage = true;
-    this.log.error(
-      { err: { message: (err as Error)?.message, code: (err as { code?: string })?.code } },
-      'Redis unreachable: each process paces its numbers alone (memory) until it is back',
-    );
-  }
-
-  private recovered(): void {
-    if (!this.outage) return;
-    this.outage = false;
-    this.skipUntil = 0;
-    this.log.warn("Redis reachable again: numbers' send slots are shared across processes again");
-  }
-
-  private async usable(): Promise<boolean> {
-    if (this.closed) return false;
-    if (this.redis.status !== 'ready') {
-      await this.firstContact;
-      if ((this.redis.status as string) !== 'ready') {
-        if (!this.outage) this.failed(new Error(`Redis connection ${this.redis.status}`));
-        return false;
-      }
-    }
-    return Date.now() >= this.skipUntil;
-  }
-
   async reserve(numberId: string, perSecond: number, maxWaitMs: number): Promise<Reservation> {
-    if (!(await this.usable())) return this.fallback.reserve(numberId, perSecond, maxWaitMs);
+    if (!(await this.link.usable())) return this.fallback.reserve(numberId, perSecond, maxWaitMs);
     let down = false;
     const r = await reserveOnTime(async (wait) => {
       if (down) return this.fallback.reserveNow(numberId, perSecond, wait);
       try {
         const [ok, waitMs] = await this.redis.chasquiPace(this.key(numberId), this.clock.ms(), perSecond * PACE_SHARE, wait);
-        this.recovered();
+        this.link.recovered();
         return { ok: ok === 1, waitMs };
       } catch (e) {
-        this.failed(e);
+        this.link.failed(e);
         down = true;
         return this.fallback.reserveNow(numberId, perSecond, wait);
       }
@@ -189,17 +144,17 @@ export class RedisPacer implements Pacer {
   slowDown(numberId: string): void {
     // The memory pacer learns it too: it paces this process if Redis goes away.
     this.fallback.slowDown(numberId);
-    void this.usable().then((ok) => {
+    void this.link.usable().then((ok) => {
       if (!ok) return;
       this.redis.chasquiPaceSlowDown(this.key(numberId), this.clock.ms()).then(
-        () => this.recovered(),
-        (e: unknown) => this.failed(e),
+        () => this.link.recovered(),
+        (e: unknown) => this.link.failed(e),
       );
     });
   }
 
   async close(): Promise<void> {
-    this.closed = true;
+    this.link.closing();
     try {
       if (this.redis.status === 'ready') await this.redis.quit();
     } catch {

@@ -25,7 +25,7 @@
 //
 // Failure mode: Redis unreachable → fail open to the per-process memory limiter (each process
 // still enforces its own share), one error log per outage, back to Redis when it reconnects.
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ApiError } from '../http/errors.js';
 import type { Clock } from '../lib/clock.js';
@@ -33,13 +33,12 @@ import { INVALID_KEYS_PER_MINUTE, IP_BLOCK_MS, messageCapError, outcome, type Ve
 import { LEASE_MS, LEASE_SHARE, Leases } from './leases.js';
 import { MemoryLimiter } from './memory.js';
 import { type Period, quotaPeriodAt } from './period.js';
+import { RedisLink } from './redis-link.js';
 import { type AdmitReply, defineLimitsCommands, type LimitsCommands } from './redis-scripts.js';
 import type { AccountLimitsCtx, AdmitOptions, CapOutcome, Limiter, RecordedApiCalls } from './types.js';
 
 const KEY_TTL_MS = 2 * WINDOW_MS;
 const PERIOD_TTL_EXTRA_MS = 35 * 24 * 60 * 60 * 1000;
-/** After a failed command, skip Redis this long before trying again. */
-const BACKOFF_MS = 1_000;
 const VERDICTS: Verdict[] = ['ok', 'requests', 'messages', 'quota', 'ok', 'blocked'];
 const MAX_KNOWN_BLOCKS = 10_000;
 /** How often (real time) each process reconciles an account's quota counter with the database. */
@@ -61,13 +60,8 @@ export class RedisLimiter implements Limiter {
   private readonly fallback: MemoryLimiter;
   private readonly prefix: string;
   private readonly clock: Clock;
-  private readonly log: Logger;
   private readonly recordedApiCalls: RecordedApiCalls;
-  /** Settles on the first connection or the first failure (the first requests wait for it). */
-  private firstContact: Promise<void>;
-  private outage = false;
-  private skipUntil = 0;
-  private closed = false;
+  private readonly link: RedisLink;
   /** Blocks this process set or heard of (clock ms): blocked callers are answered without Redis. */
   private knownBlocks = new Map<string, number>();
   /** Last reconciliation with the database per quota counter key (real time). */
@@ -82,34 +76,26 @@ export class RedisLimiter implements Limiter {
   constructor(opts: RedisLimiterOptions) {
     this.prefix = opts.prefix;
     this.clock = opts.clock;
-    this.log = opts.log;
     this.recordedApiCalls = opts.recordedApiCalls;
     this.fallback = new MemoryLimiter(opts.clock, opts.recordedApiCalls);
-    const connection = new Redis(opts.url, {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      commandTimeout: opts.commandTimeoutMs ?? 500,
-      connectTimeout: 2_000,
-      // Keep trying forever, at most every 2 s: the limiter recovers by itself.
-      retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2_000),
+    this.link = new RedisLink({
+      url: opts.url,
+      commandTimeoutMs: opts.commandTimeoutMs,
+      log: opts.log,
+      now: () => opts.clock.ms(),
+      lines: {
+        down: 'Redis unreachable: limits fall back to per-process memory counters (fail open) until it is back',
+        up: 'Redis reachable again: minute caps, API quota and IP blocks are shared across processes again',
+      },
+      onFailure: () => this.leases.clear(),
+      onBack: () => {
+        for (const resolve of this.backOnRedis.splice(0)) resolve();
+      },
     });
+    const connection = this.link.connection;
     this.redis = defineLimitsCommands(connection);
     this.leases = new Leases((lease) => {
       if (this.redis.status === 'ready') this.redis.chasquiReturn(lease.reqKey, lease.callsKey, lease.left).catch(() => {});
-    });
-    let settle: () => void = () => {};
-    this.firstContact = new Promise<void>((resolve) => {
-      settle = resolve;
-    });
-    const timer = setTimeout(settle, 3_000);
-    timer.unref();
-    this.redis.on('ready', () => {
-      settle();
-      this.recovered();
-    });
-    this.redis.on('error', (err: Error) => {
-      settle();
-      this.failed(err);
     });
     // Blocks set by any process reach every process at once, so a blocked IP is refused even on
     // requests this process decides from a lease. Errors are the main connection's to report.
@@ -128,45 +114,10 @@ export class RedisLimiter implements Limiter {
     this.sweep.unref();
   }
 
-  private failed(err: unknown): void {
-    this.skipUntil = this.clock.ms() + BACKOFF_MS;
-    this.leases.clear();
-    if (this.outage || this.closed) return;
-    this.outage = true;
-    this.log.error(
-      { err: { message: (err as Error)?.message, code: (err as { code?: string })?.code } },
-      'Redis unreachable: limits fall back to per-process memory counters (fail open) until it is back',
-    );
-  }
-
-  /**
-   * Redis answered again: a reconnection, or a command that succeeded after one that timed out on a
-   * connection that never dropped (then no 'ready' event comes).
-   */
-  private recovered(): void {
-    if (!this.outage) return;
-    this.outage = false;
-    this.skipUntil = 0;
-    this.log.warn('Redis reachable again: minute caps, API quota and IP blocks are shared across processes again');
-    for (const resolve of this.backOnRedis.splice(0)) resolve();
-  }
-
   /** Resolves when the limiter decides in Redis again after an outage (at once when there is none). */
   whenShared(): Promise<void> {
-    if (!this.outage) return Promise.resolve();
+    if (!this.link.down) return Promise.resolve();
     return new Promise((resolve) => this.backOnRedis.push(resolve));
-  }
-
-  /** Redis can be asked now; otherwise the memory fallback answers. */
-  private async usable(): Promise<boolean> {
-    if (this.redis.status !== 'ready') {
-      await this.firstContact;
-      if ((this.redis.status as string) !== 'ready') {
-        if (!this.outage && !this.closed) this.failed(new Error(`Redis connection ${this.redis.status}`));
-        return false;
-      }
-    }
-    return this.clock.ms() >= this.skipUntil;
   }
 
   private key(kind: string, id: string, suffix?: number): string {
@@ -200,11 +151,11 @@ export class RedisLimiter implements Limiter {
       if (until > this.clock.ms()) return true;
       this.knownBlocks.delete(ip);
     }
-    return this.outage ? this.fallback.ipBlocked(ip) : false;
+    return this.link.down ? this.fallback.ipBlocked(ip) : false;
   }
 
   async invalidKey(ip: string): Promise<boolean> {
-    if (!(await this.usable())) return this.fallback.invalidKey(ip);
+    if (!(await this.link.usable())) return this.fallback.invalidKey(ip);
     try {
       const now = this.clock.ms();
       const r = await this.redis.chasquiInvalidKey(
@@ -216,14 +167,14 @@ export class RedisLimiter implements Limiter {
         IP_BLOCK_MS,
         KEY_TTL_MS,
       );
-      this.recovered();
+      this.link.recovered();
       if (r === 1) {
         this.rememberBlock(ip, now + IP_BLOCK_MS);
         this.redis.publish(this.blockChannel(), `${ip} ${now + IP_BLOCK_MS}`).catch(() => {});
       }
       return r !== 0;
     } catch (e) {
-      this.failed(e);
+      this.link.failed(e);
       return this.fallback.invalidKey(ip);
     }
   }
@@ -264,19 +215,19 @@ export class RedisLimiter implements Limiter {
 
   /** Counts `k` on a window counter when they fit under `cap`; null when Redis cannot be asked (use the fallback). */
   private async take(key: string, cap: number, k: number): Promise<{ ok: boolean; count: number } | null> {
-    if (!(await this.usable())) return null;
+    if (!(await this.link.usable())) return null;
     try {
       const [ok, count] = await this.redis.chasquiTake(key, cap, KEY_TTL_MS, k);
-      this.recovered();
+      this.link.recovered();
       return { ok: ok === 1, count };
     } catch (e) {
-      this.failed(e);
+      this.link.failed(e);
       return null;
     }
   }
 
   private async admitRemote(ctx: AccountLimitsCtx, opts: AdmitOptions, now: number): Promise<CapOutcome> {
-    if (!(await this.usable())) return this.fallback.admit(ctx, opts);
+    if (!(await this.link.usable())) return this.fallback.admit(ctx, opts);
     const win = windowStart(now);
     const period = quotaPeriodAt(now);
     const keys = [
@@ -310,9 +261,9 @@ export class RedisLimiter implements Limiter {
         }
         r = await this.redis.chasquiAdmit(...keys, ...args(recorded === null));
       }
-      this.recovered();
+      this.link.recovered();
     } catch (e) {
-      this.failed(e);
+      this.link.failed(e);
       return this.fallback.admit(ctx, opts);
     }
     const [code, requests, , calls, granted] = r;
@@ -354,7 +305,7 @@ export class RedisLimiter implements Limiter {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
+    this.link.closing();
     clearInterval(this.sweep);
     this.leases.endExpired(true);
     try {
