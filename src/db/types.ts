@@ -334,6 +334,9 @@ export interface WebhookDeliveriesTable {
   schedule_start: Generated<number>;
   created_at: TsDefault;
   updated_at: TsDefault;
+  tries: Generated<number>;
+  failed_at: Date | null;
+  last_error: string | null;
 }
 
 export interface WebhookAttemptsTable {
@@ -415,6 +418,9 @@ export interface AutomationExecutionsTable {
   started_at: Ts;
   ended_at: Ts | null;
   updated_at: TsDefault;
+  tries: Generated<number>;
+  failed_at: Date | null;
+  last_error: string | null;
 }
 
 export interface AutomationStepsTable {
@@ -508,6 +514,9 @@ export interface AgentStretchesTable {
   created_at: TsDefault;
   updated_at: TsDefault;
   ended_at: Ts | null;
+  tries: Generated<number>;
+  failed_at: Date | null;
+  last_error: string | null;
 }
 
 /** What a turn decided (agents/prompt.ts interpretToolCalls, without the ignored calls). */
@@ -611,6 +620,21 @@ export interface CaseClassificationsTable {
   run_at: Ts;
   attempts: Generated<number>;
   created_at: TsDefault;
+  failed_at: Date | null;
+  last_error: string | null;
+  dead_at: Date | null;
+}
+
+/** A parked item of a durable queue (migrations/0019_dead_letters.sql). */
+export interface DeadLettersTable {
+  id: string;
+  queue: string;
+  item_id: string;
+  account_id: string | null;
+  first_failed_at: Date;
+  attempts: number;
+  last_error: string;
+  died_at: Date;
 }
 
 export interface InboundQueueTable {
@@ -624,6 +648,9 @@ export interface InboundQueueTable {
   run_at: Ts;
   attempts: Generated<number>;
   claim: string | null;
+  failed_at: Date | null;
+  last_error: string | null;
+  dead_at: Date | null;
 }
 
 export interface InboundQueueKeysTable {
@@ -633,6 +660,7 @@ export interface InboundQueueKeysTable {
 
 export interface Database {
   inbound_queue: InboundQueueTable;
+  dead_letters: DeadLettersTable;
   inbound_queue_keys: InboundQueueKeysTable;
   agents: AgentsTable;
   agent_test_conversations: AgentTestConversationsTable;
