@@ -29,6 +29,11 @@ const ConfigSchema = z.object({
   SANDBOX_AUTO_STATUS: onOff.default(true),
   TRUST_PROXY: z.string().optional(),
   WEBHOOK_RETRY_SCHEDULE: schedule.default([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),
+  /**
+   * Seconds before each new try of an item of a durable queue that failed for our own reason
+   * (docs/operating.md "Dead letters"): after the last, the item is parked as a dead letter.
+   */
+  QUEUE_RETRY_SCHEDULE: schedule.default([5, 30, 120, 600, 1800, 3600]),
   /** Seconds before each new try of a campaign send refused for a temporary reason (then failed). */
   CAMPAIGN_RETRY_SCHEDULE: schedule.default([60, 300, 900]),
   SEED_DEMO: onOff.optional(),

@@ -32,6 +32,12 @@ export const Id = z
   .pipe(z.string().min(1).max(MAX_ID_LENGTH))
   .optional()
   .catch(undefined);
+/**
+ * A short text Meta gives (a type, a status, a template's name, language or category, a profile
+ * name): longer than any real one reads as absent, so it never reaches an indexed column (a btree
+ * row over ~2.7 kB is a database error, and the batch would fail on every try).
+ */
+export const Short = Id;
 /** A list we walk element by element (each element is parsed on its own). */
 export const List = z.array(z.unknown()).catch([]);
 export const loose = <T extends z.core.$ZodLooseShape>(shape: T) =>

@@ -46,6 +46,38 @@ describe('parseWebhook: Meta adds fields; anything unknown or malformed is skipp
     expect(r.skipped).toEqual(['malformed message', 'malformed message', 'status undefined', 'status weird']);
   });
 
+  it('"every number from Meta is bounded before a typed column": a status whose error code the integer column cannot keep is skipped, the rest read', () => {
+    const statuses = [
+      { id: 'wamid.a', status: 'failed', errors: [{ code: 99_999_999_999 }] },
+      { id: 'wamid.b', status: 'failed', errors: [{ code: '4294967296' }] },
+      { id: 'wamid.c', status: 'failed', errors: [{ code: 2.5 }] },
+      { id: 'wamid.d', status: 'failed', errors: [{ code: -1 }] },
+      { id: 'wamid.e', status: 'failed', errors: [{ code: '1'.repeat(400) }] },
+      { id: 'wamid.f', status: 'failed', errors: [{ code: 2_147_483_647 }] },
+      { id: 'wamid.g', status: 'failed', errors: [{ title: 'no code' }] },
+      { id: 'wamid.h', status: 'delivered' },
+    ];
+    const r = parseWebhook(change({ metadata, statuses }), now);
+    expect(r.items).toEqual([
+      expect.objectContaining({ wamid: 'wamid.f', status: 'failed', code: 2_147_483_647 }),
+      expect.objectContaining({ wamid: 'wamid.g', status: 'failed', code: null }),
+      expect.objectContaining({ wamid: 'wamid.h', status: 'delivered', code: null }),
+    ]);
+    expect(r.skipped).toEqual(Array(5).fill('status failed with a malformed error code'));
+  });
+
+  it('"strings bounded before an indexed column": a template id or name longer than any real one reads as absent', () => {
+    const long = 'x'.repeat(5000);
+    const r = parseWebhook(
+      change(
+        { event: 'APPROVED', message_template_id: long, message_template_name: long, message_template_language: 'es_AR' },
+        'message_template_status_update',
+      ),
+      now,
+    );
+    expect(r.items).toEqual([expect.objectContaining({ kind: 'template', templateId: null, name: null, language: 'es_AR' })]);
+  });
+
   it('"never a 500": payloads of the wrong shape give no items', () => {
     for (const p of [null, [], 'x', 42, { entry: 'x' }, { entry: [{ changes: [{ value: [] }] }] }, change({ messages: [] })]) {
       expect(parseWebhook(p, now).items).toEqual([]);

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { isOptOutButton } from '../../contacts/opt-out.js';
 import type { DeliveryStatus } from '../../messages/status.js';
-import { describeValue, each, Id, List, loose, MAX_TIME_MS, Str } from '../meta-json.js';
+import { describeValue, each, Id, List, loose, MAX_TIME_MS, Short, Str } from '../meta-json.js';
 
 /** A customer message, ready for receiveInbound once the number is resolved. */
 export interface ParsedMessage {
@@ -80,21 +80,33 @@ const CardPhone = z.looseObject({ phone: Str, wa_id: Str });
 const Message = z.looseObject({
   id: Id,
   from: Id,
-  type: Str,
+  type: Short,
   timestamp: z.unknown().optional(),
   contacts: List,
-  referral: loose({ source_id: Str, headline: Str, source_url: Str }),
+  referral: loose({ source_id: Short, headline: Str, source_url: Str }),
 });
 type Message = z.infer<typeof Message>;
 
-const Status = z.looseObject({ id: Id, status: Str, timestamp: z.unknown().optional(), errors: List });
-const StatusError = z.looseObject({
-  code: z
-    .union([z.number(), z.string().regex(/^\d+$/).transform(Number)])
-    .optional()
-    .catch(undefined),
-});
-const Profile = z.looseObject({ wa_id: Id, profile: loose({ name: Str }) });
+const Status = z.looseObject({ id: Id, status: Short, timestamp: z.unknown().optional(), errors: List });
+/**
+ * A provider error code, as the `integer` column keeps it: a whole number from 0 to 2³¹−1 (Meta's
+ * are 6 digits). Anything else Meta could send in its place (a larger number, a numeric string
+ * past the range, a fraction, text) is `MALFORMED`: the status is skipped and logged, never a
+ * database error that fails the batch on every try.
+ */
+const MAX_CODE = 2_147_483_647;
+const MALFORMED = 'malformed' as const;
+const Code = z
+  .union([
+    z.number(),
+    z
+      .string()
+      .regex(/^\d{1,20}$/)
+      .transform(Number),
+  ])
+  .transform((n) => (Number.isSafeInteger(n) && n >= 0 && n <= MAX_CODE ? n : MALFORMED));
+const StatusError = z.looseObject({ code: Code.optional().catch(MALFORMED) });
+const Profile = z.looseObject({ wa_id: Id, profile: loose({ name: Short }) });
 
 const Value = z.looseObject({
   messaging_product: z.unknown().optional(),
@@ -103,15 +115,15 @@ const Value = z.looseObject({
   messages: List,
   statuses: List,
   event: z.unknown().optional(),
-  message_template_id: Str,
-  message_template_name: Str,
-  message_template_language: Str,
-  message_template_category: Str,
-  new_category: Str,
+  message_template_id: Id,
+  message_template_name: Short,
+  message_template_language: Short,
+  message_template_category: Short,
+  new_category: Short,
 });
 type Value = z.infer<typeof Value>;
-const Change = z.looseObject({ field: Str, value: Value });
-const Entry = z.looseObject({ id: Str, changes: List });
+const Change = z.looseObject({ field: Short, value: Value });
+const Entry = z.looseObject({ id: Id, changes: List });
 const Root = z.looseObject({ object: z.unknown().optional(), entry: List });
 
 const STATUS_VALUES = new Set<string>(['sent', 'delivered', 'read', 'failed']);
@@ -223,6 +235,7 @@ function parseMessage(graphPhoneNumberId: string, m: Message, profiles: Map<stri
 function parseStatus(graphPhoneNumberId: string, st: z.infer<typeof Status>, now: Date): ParsedStatus | null {
   if (!st.id || !st.status || !STATUS_VALUES.has(st.status)) return null;
   const code = each(st.errors.slice(0, 1), StatusError)[0]?.code;
+  if (code === MALFORMED) return null;
   return {
     kind: 'status',
     graphPhoneNumberId,
@@ -258,7 +271,8 @@ function parseMessagesChange(value: Value, now: Date, items: ParsedItem[], skipp
   for (const st of each(value.statuses, Status, () => skipped.push('status undefined'))) {
     const parsed = parseStatus(pnid, st, now);
     if (parsed) items.push(parsed);
-    else skipped.push(`status ${String(st.status)}`);
+    else if (st.id && st.status && STATUS_VALUES.has(st.status)) skipped.push(`status ${st.status} with a malformed error code`);
+    else skipped.push(`status ${describeValue(st.status)}`);
   }
 }
 

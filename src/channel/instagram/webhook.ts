@@ -3,7 +3,7 @@
 // (../cloud/webhook.ts): unknown keys pass, a field of another shape reads as absent, and a
 // malformed part is skipped (named in `skipped` for the logs) while the rest is processed. Pure.
 import { z } from 'zod';
-import { Bool, describeValue, each, Id, List, loose, MAX_TIME_MS, Str } from '../meta-json.js';
+import { Bool, describeValue, each, Id, List, loose, MAX_TIME_MS, Short, Str } from '../meta-json.js';
 
 /** A customer's direct message, ready for receiveInbound once the social account is resolved. */
 export interface ParsedDirectMessage {
@@ -49,7 +49,7 @@ export interface InstagramParseResult {
 }
 
 const Party = loose({ id: Id });
-const Attachment = z.looseObject({ type: Str });
+const Attachment = z.looseObject({ type: Short });
 const Message = loose({ mid: Id, text: Str, is_echo: Bool, is_deleted: Bool, is_unsupported: Bool, attachments: List });
 const Messaging = z.looseObject({
   sender: Party,
@@ -61,8 +61,8 @@ const Messaging = z.looseObject({
   postback: z.unknown().optional(),
 });
 const Change = z.looseObject({
-  field: Str,
-  value: loose({ id: Id, text: Str, from: loose({ id: Id, username: Str }), media: loose({ id: Id }) }),
+  field: Short,
+  value: loose({ id: Id, text: Str, from: loose({ id: Id, username: Short }), media: loose({ id: Id }) }),
 });
 const Entry = z.looseObject({ id: Id, time: z.unknown().optional(), messaging: List, changes: List });
 const Root = z.looseObject({ object: z.unknown().optional(), entry: List });
