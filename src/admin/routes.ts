@@ -15,6 +15,7 @@ import type { RoutesFn } from '../http/schemas.js';
 import { aiAppAdminRoutes } from '../mcp/admin-routes.js';
 import { templateAdminRoutes } from '../templates/admin-routes.js';
 import { webhookAdminRoutes } from '../webhooks/admin-routes.js';
+import { deadLetterAdminRoutes } from './dead-letters.js';
 import { jobAdminRoutes } from './jobs.js';
 
 export const adminRoutes: RoutesFn = (app, s) => {
@@ -33,6 +34,7 @@ export const adminRoutes: RoutesFn = (app, s) => {
     reviewAdminRoutes,
     aiAppAdminRoutes,
     jobAdminRoutes,
+    deadLetterAdminRoutes,
     sandboxAdminRoutes,
     cloudAdminRoutes,
   ])

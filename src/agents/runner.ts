@@ -60,7 +60,7 @@ export class AgentRunner implements AgentWorker {
     const only = id ? sql`AND id = ${id}` : sql``;
     const r = await sql<StretchRow & { agent: JsonRow; contact: JsonRow; account: JsonRow; turn: JsonRow | null }>`
       WITH c AS (
-        UPDATE agent_stretches st SET claim = ${claim}, run_at = ${lease}, pending = false, updated_at = ${now}
+        UPDATE agent_stretches st SET claim = ${claim}, run_at = ${lease}, pending = false, tries = st.tries + 1, updated_at = ${now}
         WHERE st.id IN (
           SELECT id FROM agent_stretches
           WHERE status = 'running' AND run_at <= ${now} ${only}

@@ -195,3 +195,45 @@ export async function endStretchByTeam(trx: Trx, conversationId: string, now: Da
     now,
   );
 }
+
+/**
+ * Operator's retry of a stretch parked as a dead letter (admin/dead-letters.ts): running again and
+ * due now, with its tries counted afresh, the conversation handled by its agent; its next turn
+ * answers what the customer wrote since the last answer. False when another stretch runs in the
+ * conversation, or it is not an ended one (the caller answers 409).
+ */
+export async function reviveStretch(trx: Trx, itemId: string, now: Date): Promise<boolean> {
+  const row = await trx
+    .updateTable('agent_stretches as st')
+    .set({
+      status: 'running',
+      ended_by: null,
+      ended_at: null,
+      claim: null,
+      run_at: now,
+      pending: true,
+      last_activity_at: now,
+      tries: 0,
+      failed_at: null,
+      last_error: null,
+      updated_at: now,
+    })
+    .where('st.id', '=', itemId)
+    .where('st.status', '=', 'ended')
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('agent_stretches as o')
+            .select('o.id')
+            .whereRef('o.conversation_id', '=', 'st.conversation_id')
+            .where('o.status', '=', 'running'),
+        ),
+      ),
+    )
+    .returning(['st.conversation_id', 'st.agent_id'])
+    .executeTakeFirst();
+  if (!row) return false;
+  const agent = await trx.selectFrom('agents').select(['id', 'name']).where('id', '=', row.agent_id).executeTakeFirstOrThrow();
+  await setHandling(trx, row.conversation_id, { type: 'agent', id: agent.id, name: agent.name, caseId: null });
+  return true;
+}

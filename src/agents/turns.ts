@@ -20,6 +20,7 @@ import { transaction } from '../db/retry.js';
 import type { AccountRow, AgentRow, AgentStretchesTable, ContactRow, StretchRow, TurnDecision, TurnRow } from '../db/types.js';
 import { ApiError, ValidationError } from '../http/errors.js';
 import { agentTexts } from '../http/messages.es-AR.js';
+import { describeFailure, LAPSED, logDeath, maxTries, recordDeath, retryAt } from '../jobs/dead-letters.js';
 import { newId } from '../lib/ids.js';
 import { type ChatMessage, ModelError } from '../llm/types.js';
 import { sendInConversation } from '../messages/send.js';
@@ -41,8 +42,6 @@ export interface ClaimedStretch {
 
 /** How long a claim holds a stretch: longer than a turn's model call with its retries. */
 export const leaseMs = (s: Services): number => s.config.LLM_TIMEOUT_MS * 3 + 65_000;
-/** A stretch whose turn failed unexpectedly (the database, a bug) is looked at again after this. */
-const RETRY_MS = 10_000;
 /** The stretch's latest messages the model sees. */
 const HISTORY = 60;
 
@@ -62,6 +61,12 @@ interface Ctx {
 export async function runStretch(s: Services, claimed: ClaimedStretch, stopping: () => boolean): Promise<number> {
   const x: Ctx = { s, c: claimed };
   try {
+    // Claimed more often than QUEUE_RETRY_SCHEDULE allows without a step done: its process died
+    // (or hung) each time. It hands off, as a dead letter, instead of a try more.
+    if (claimed.row.tries > maxTries(s)) {
+      await die(x, claimed.row.last_error ?? LAPSED);
+      return 1;
+    }
     if (stopping()) {
       await release(x, s.clock.now());
       return 0;
@@ -75,16 +80,71 @@ export async function runStretch(s: Services, claimed: ClaimedStretch, stopping:
   } catch (err) {
     if (err instanceof Lost) return 1;
     s.log.warn({ err: { message: (err as Error).message }, stretchId: claimed.row.id }, 'agent turn failed unexpectedly');
-    await release(x, new Date(s.clock.ms() + RETRY_MS)).catch(() => {});
+    const error = describeFailure(err);
+    const at = retryAt(s, x.c.row.tries);
+    // After its last try the stretch hands off, as a dead letter; a failure to record that leaves
+    // the claim to lapse, and the next claim finds it past its tries.
+    if (!at)
+      return await die(x, error).then(
+        () => 1,
+        () => 1,
+      );
+    const answered = x.c.turn?.inbound_until ?? x.c.row.answered_until;
+    const now = s.clock.now();
+    await update(s.db, x, {
+      claim: null,
+      run_at: dueAgainSql(x, now, answered, at),
+      tries: x.c.row.tries,
+      failed_at: x.c.row.failed_at ?? now,
+      last_error: error,
+    }).catch(() => {});
     return 1;
   }
 }
 
+/**
+ * Our own failure on every try: the stretch hands the conversation to the team ("El agente no
+ * pudo seguir…", agent.handed_off) and a dead letter records it in the same transaction.
+ */
+async function die(x: Ctx, error: string): Promise<void> {
+  const { row } = x.c;
+  const now = x.s.clock.now();
+  const ended = await transaction(x.s.db, async (trx) => {
+    const e = await endStretch(
+      trx,
+      row,
+      x.c.agent,
+      { by: 'handoff', reason: '', summary: agentTexts.ourFailure, event: true },
+      row.claim,
+      now,
+    );
+    if (e)
+      await recordDeath(
+        trx,
+        {
+          queue: 'agent_turns',
+          itemId: row.id,
+          accountId: row.account_id,
+          firstFailedAt: row.failed_at ?? now,
+          attempts: row.tries,
+          lastError: error,
+        },
+        now,
+      );
+    return e;
+  });
+  if (!ended) return;
+  logDeath(x.s, { queue: 'agent_turns', itemId: row.id, attempts: row.tries, lastError: error });
+  x.s.dispatcher.wake();
+  wakeReviews(x.s);
+}
+
 /** The UPDATE of the stretch while this runner holds it, for a statement that composes it (WITH st AS …). */
 function holdSql(x: Ctx, set: Updateable<AgentStretchesTable>) {
+  // Every write of the claim is progress: the tries of our own failures count afresh (unless set).
   return x.s.db
     .updateTable('agent_stretches')
-    .set({ ...set, updated_at: x.s.clock.now() })
+    .set({ tries: 0, failed_at: null, last_error: null, ...set, updated_at: x.s.clock.now() })
     .where('id', '=', x.c.row.id)
     .where('claim', '=', x.c.row.claim)
     .where('status', '=', 'running')

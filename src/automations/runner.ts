@@ -76,7 +76,7 @@ export class AutomationRunner implements AutomationWorker {
     const only = id ? sql`AND id = ${id}` : sql``;
     const r = await sql<ExecutionRow & { automation: JsonRow; contact: JsonRow; account: JsonRow }>`
       WITH c AS (
-        UPDATE automation_executions e SET claim = ${claim}, run_at = ${lease}, updated_at = ${now}
+        UPDATE automation_executions e SET claim = ${claim}, run_at = ${lease}, tries = e.tries + 1, updated_at = ${now}
         WHERE e.id IN (
           SELECT id FROM automation_executions
           WHERE status = 'running' AND run_at <= ${now} ${only}

@@ -24,6 +24,7 @@ import { transaction } from '../db/retry.js';
 import type { AccountRow, AgentRow, AutomationExecutionsTable, AutomationRow, ContactRow, ExecutionRow } from '../db/types.js';
 import { ApiError, ValidationError } from '../http/errors.js';
 import { executionErrors } from '../http/messages.es-AR.js';
+import { type Death, describeFailure, LAPSED, logDeath, maxTries, recordDeath, retryAt } from '../jobs/dead-letters.js';
 import { newId } from '../lib/ids.js';
 import { quotaPeriod } from '../limits/period.js';
 import { effectiveLimits } from '../limits/plans.js';
@@ -37,8 +38,6 @@ import { evaluateCondition, normalizeText, type TextContext as RenderContext, re
 
 /** How long a claim holds an execution: longer than any one step (an http step is ≤ 15 s). */
 export const LEASE_MS = 120_000;
-/** An execution whose step failed unexpectedly (the database, a bug) is looked at again after this. */
-const RETRY_MS = 10_000;
 /** Re-asks of an `ask` with options before the execution fails (automations.md: at most twice). */
 const MAX_REASKS = 2;
 
@@ -95,6 +94,12 @@ export async function advance(s: Services, agent: Agent, claimed: Claimed, stopp
   const c: Ctx = { s, agent, account, automation, steps: automation.steps as Step[], contact, row, later: [] };
   let n = 0;
   try {
+    // Claimed more often than QUEUE_RETRY_SCHEDULE allows without a step done: its process died (or
+    // hung) each time. It ends failed, as a dead letter, instead of a try more.
+    if (c.row.tries > maxTries(s)) {
+      await die(c, c.row.last_error ?? LAPSED);
+      return 1;
+    }
     if (c.row.effect_step) {
       await interrupted(c);
       return 1;
@@ -124,10 +129,22 @@ export async function advance(s: Services, agent: Agent, claimed: Claimed, stopp
       return n;
     }
     s.log.warn({ err: { message: (err as Error).message }, executionId: row.id }, 'automation step failed unexpectedly');
-    // Looked at again later; if an outbound effect had started, that claim fails it (interrumpida).
+    const error = describeFailure(err);
+    const at = retryAt(s, c.row.tries);
+    // After its last try it ends failed, as a dead letter; a failure to record that leaves the
+    // claim to lapse, and the next claim finds it past its tries.
+    if (!at)
+      return (
+        n +
+        (await die(c, error)
+          .then(() => 1)
+          .catch(() => 0))
+      );
+    // Looked at again by the schedule; if an outbound effect had started, that claim fails it (interrumpida).
+    const now = s.clock.now();
     await s.db
       .updateTable('automation_executions')
-      .set({ claim: null, run_at: new Date(s.clock.ms() + RETRY_MS) })
+      .set((eb) => ({ claim: null, run_at: at, failed_at: eb.fn.coalesce('failed_at', eb.val(now)), last_error: error }))
       .where('id', '=', row.id)
       .where('claim', '=', row.claim)
       .where('status', '=', 'running')
@@ -135,6 +152,61 @@ export async function advance(s: Services, agent: Agent, claimed: Claimed, stopp
       .catch(() => {});
     return n;
   }
+}
+
+/**
+ * Our own failure on every try: the execution ends `failed` (automation.failed, the conversation
+ * freed) and a dead letter records it in the same transaction; the operator may retry it.
+ */
+async function die(c: Ctx, error: string): Promise<void> {
+  const tries = c.row.tries;
+  const firstFailedAt = c.row.failed_at ?? c.s.clock.now();
+  await end(c, {
+    status: 'failed',
+    error: executionErrors.ourFailure,
+    deadLetter: { queue: 'executions', itemId: c.row.id, accountId: c.account.id, firstFailedAt, attempts: tries, lastError: error },
+  });
+  logDeath(c.s, { queue: 'executions', itemId: c.row.id, attempts: tries, lastError: error });
+}
+
+/**
+ * Operator's retry of a dead execution (admin/dead-letters.ts): running again from the step where
+ * it stopped, due now, with its tries counted afresh and the conversation handled by the
+ * automation. False when it is not failed any more, or its conversation has another running
+ * execution (the caller answers 409).
+ */
+export async function reviveExecution(trx: Trx, itemId: string, now: Date): Promise<boolean> {
+  const row = await trx
+    .updateTable('automation_executions as e')
+    .set({
+      status: 'running',
+      error: null,
+      ended_at: null,
+      claim: null,
+      run_at: now,
+      tries: 0,
+      failed_at: null,
+      last_error: null,
+      updated_at: now,
+    })
+    .where('e.id', '=', itemId)
+    .where('e.status', '=', 'failed')
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('automation_executions as o')
+            .select('o.id')
+            .whereRef('o.conversation_id', '=', 'e.conversation_id')
+            .where('o.status', '=', 'running'),
+        ),
+      ),
+    )
+    .returning(['e.conversation_id', 'e.automation_id'])
+    .executeTakeFirst();
+  if (!row) return false;
+  const a = await trx.selectFrom('automations').select(['id', 'name']).where('id', '=', row.automation_id).executeTakeFirstOrThrow();
+  await setHandling(trx, row.conversation_id, { type: 'automation', id: a.id, name: a.name, caseId: null });
+  return true;
 }
 
 /** One transition of the execution; 'rest' when it waits or ended. */
@@ -525,9 +597,10 @@ async function updateExecution(trx: Trx, c: Ctx, set: ExecUpdate): Promise<Execu
       .where('id', '=', f.log.id)
       .execute();
   }
+  // Every write of the claim is progress: the tries of our own failures count afresh.
   const row = await trx
     .updateTable('automation_executions')
-    .set({ ...f?.set, ...set, updated_at: c.s.clock.now() })
+    .set({ ...f?.set, tries: 0, failed_at: null, last_error: null, ...set, updated_at: c.s.clock.now() })
     .where('id', '=', c.row.id)
     .where('claim', '=', c.row.claim)
     .where('status', '=', 'running')
@@ -696,6 +769,8 @@ interface Ending {
   agent?: Pick<AgentRow, 'id' | 'name' | 'version'> & { sinceId: string };
   /** Called when another stretch already runs in the conversation (the agent step's outcome). */
   agentBusy?: () => void;
+  /** Our own failure on every try: the dead letter written with the end. */
+  deadLetter?: Death;
 }
 
 /**
@@ -743,6 +818,7 @@ async function end(c: Ctx, e: Ending): Promise<'rest'> {
       effect_step: null,
       variables: JSON.stringify(c.row.variables),
     });
+    if (e.deadLetter) await recordDeath(trx, e.deadLetter, now);
     if (e.finishLog) {
       const detail = e.finishLog.detail ? JSON.stringify(e.finishLog.detail) : null;
       await trx

@@ -4,8 +4,9 @@
 // that claims queued rows with FOR UPDATE SKIP LOCKED and a lease, runs each through its channel's
 // processor (the same inbound, status and template code as before) and deletes it. A row whose
 // processing failed for a reason that is not our own rule (the database went away) is tried again
-// after a back-off; one that was being processed by a process that died is claimed again once its
-// lease lapses. Processing is idempotent (wamid dedupe, forward-only statuses), so a batch run
+// by QUEUE_RETRY_SCHEDULE; one that was being processed by a process that died is claimed again once
+// its lease lapses; past the last try it is parked as a dead letter (jobs/dead-letters.ts), its
+// ordering keys removed so its customers' later batches go on. Processing is idempotent (wamid dedupe, forward-only statuses), so a batch run
 // twice changes nothing the second time.
 //
 // Order: each row carries its ordering keys (one per customer of a number, one per WABA with
@@ -14,7 +15,10 @@
 // a key, so a customer's later batch waits for the earlier one, whichever
 // worker or process holds it, while other customers' batches run side by side.
 import { sql } from 'kysely';
+import type { Trx } from '../db/index.js';
+import { transaction } from '../db/retry.js';
 import { ClaimLoop } from '../jobs/claim-loop.js';
+import { describeFailure, LAPSED, logDeath, maxTries, recordDeath, retryAt } from '../jobs/dead-letters.js';
 import { newId } from '../lib/ids.js';
 import type { Services } from '../services.js';
 
@@ -25,22 +29,21 @@ export interface QueuedBatch {
   numbers: string[];
   wabas: string[];
   received_at: Date;
+  /** Claims of this batch, this one included (each failed try, or a lapsed lease, left it queued). */
   attempts: number;
   claim: string;
+  failed_at: Date | null;
+  last_error: string | null;
 }
 
 /** A channel's processing of one queued batch; `failed` > 0 tries the whole batch again later. */
-export type BatchProcessor = (s: Services, row: QueuedBatch) => Promise<{ failed: number }>;
+export type BatchProcessor = (s: Services, row: QueuedBatch) => Promise<{ failed: number; error?: string | undefined }>;
 
 export const POLL_MS = 250;
 /** Batches processed at once in this process (each runs up to 4 customers side by side). */
 const MAX_IN_FLIGHT = 4;
 /** A claim lapses after this long: a process that died mid-batch gives it back. */
 export const LEASE_MS = 60_000;
-/** Back-off after a failed attempt: 1 s, 2 s, 4 s … up to 5 minutes. */
-export function backoffMs(attempts: number): number {
-  return Math.min(1000 * 2 ** Math.max(0, attempts - 1), 300_000);
-}
 
 /**
  * Stores one verified batch: one INSERT, committed before the receiver answers 200. Wakes this
@@ -99,7 +102,8 @@ export class InboundWorker {
 
   /**
    * Claims up to `limit` due batches, oldest first, skipping any that shares a key with an earlier
-   * queued batch (claimed, backing off or due): their `run_at` becomes the lease's end.
+   * queued batch (claimed, backing off or due; a dead one has no keys left): their `run_at` becomes
+   * the lease's end.
    */
   private async claim(limit: number): Promise<QueuedBatch[]> {
     if (limit <= 0) return [];
@@ -110,38 +114,100 @@ export class InboundWorker {
       UPDATE inbound_queue q SET claim = ${claim}, run_at = ${lease}, attempts = q.attempts + 1
       WHERE q.id IN (
         SELECT b.id FROM inbound_queue b
-        WHERE b.run_at <= ${now}
+        WHERE b.run_at <= ${now} AND b.dead_at IS NULL
           AND NOT EXISTS (
             SELECT 1 FROM unnest(b.keys) k
             WHERE EXISTS (SELECT 1 FROM inbound_queue_keys e WHERE e.key = k AND e.queue_id < b.id))
         ORDER BY b.id LIMIT ${limit}
         FOR UPDATE SKIP LOCKED)
-      RETURNING q.id, q.channel, q.body, q.numbers, q.wabas, q.received_at, q.attempts, q.claim`.execute(this.s.db);
+      RETURNING q.id, q.channel, q.body, q.numbers, q.wabas, q.received_at, q.attempts, q.claim, q.failed_at, q.last_error`.execute(
+      this.s.db,
+    );
     return r.rows.map((row) => ({ ...row, id: String(row.id) }));
   }
 
   private async run(row: QueuedBatch): Promise<number> {
-    let failed: number;
+    // Claimed more often than the schedule allows without an outcome: the process died (or hung)
+    // holding it each time. It is not tried once more.
+    if (row.attempts > maxTries(this.s)) {
+      await this.outcome(row, { failed: 1, error: row.last_error ?? LAPSED }, true);
+      return 1;
+    }
+    let result: { failed: number; error?: string | undefined };
     try {
       const processor = this.processors[row.channel];
       if (!processor) throw new Error(`no processor for channel ${row.channel}`);
-      failed = (await processor(this.s, row)).failed;
+      result = await processor(this.s, row);
     } catch (err) {
       this.s.log.error({ err, queued: row.id }, 'inbound batch failed');
-      failed = 1;
+      result = { failed: 1, error: describeFailure(err) };
     }
-    try {
-      if (failed === 0) {
-        await sql`DELETE FROM inbound_queue WHERE id = ${row.id} AND claim = ${row.claim}`.execute(this.s.db);
-      } else {
-        const at = new Date(this.s.clock.ms() + backoffMs(row.attempts));
-        await sql`UPDATE inbound_queue SET run_at = ${at}, claim = NULL WHERE id = ${row.id} AND claim = ${row.claim}`.execute(this.s.db);
-        this.s.log.warn({ queued: row.id, attempts: row.attempts, failed, retryAt: at }, 'inbound batch tried again later');
-      }
-    } catch (err) {
-      // The lease lapses and the batch is claimed again (processing it twice changes nothing).
-      this.s.log.warn({ err: { message: (err as Error).message }, queued: row.id }, 'inbound batch: could not record the outcome');
-    }
+    await this.outcome(row, result, false);
     return 1;
   }
+
+  /** Deletes a processed batch; puts a failed one back by the schedule, or parks it as dead after its last try. */
+  private async outcome(row: QueuedBatch, r: { failed: number; error?: string | undefined }, lapsed: boolean): Promise<void> {
+    const s = this.s;
+    try {
+      if (r.failed === 0) {
+        await sql`DELETE FROM inbound_queue WHERE id = ${row.id} AND claim = ${row.claim}`.execute(s.db);
+        return;
+      }
+      const error = r.error ?? 'failed';
+      const at = lapsed ? null : retryAt(s, row.attempts);
+      if (at) {
+        await sql`
+          UPDATE inbound_queue SET run_at = ${at}, claim = NULL, failed_at = COALESCE(failed_at, ${s.clock.now()}), last_error = ${error}
+          WHERE id = ${row.id} AND claim = ${row.claim}`.execute(s.db);
+        s.log.warn({ queued: row.id, attempts: row.attempts, failed: r.failed, retryAt: at }, 'inbound batch tried again later');
+        return;
+      }
+      const now = s.clock.now();
+      const died = await transaction(s.db, async (trx) => {
+        const parked = await sql<{ failed_at: Date }>`
+          UPDATE inbound_queue SET dead_at = ${now}, claim = NULL, failed_at = COALESCE(failed_at, ${now}), last_error = ${error}
+          WHERE id = ${row.id} AND claim = ${row.claim}
+          RETURNING failed_at`.execute(trx);
+        const first = parked.rows[0];
+        if (!first) return false;
+        // Its customers' later batches no longer wait for it.
+        await sql`DELETE FROM inbound_queue_keys WHERE queue_id = ${row.id}`.execute(trx);
+        await recordDeath(
+          trx,
+          {
+            queue: 'inbound',
+            itemId: row.id,
+            accountId: sql`(SELECT account_id FROM phone_numbers WHERE cloud_phone_number_id = any(${row.numbers}::text[]) ORDER BY created_at LIMIT 1)`,
+            firstFailedAt: first.failed_at,
+            attempts: row.attempts,
+            lastError: error,
+          },
+          now,
+        );
+        return true;
+      });
+      if (died) logDeath(s, { queue: 'inbound', itemId: row.id, attempts: row.attempts, lastError: error });
+    } catch (err) {
+      // The lease lapses and the batch is claimed again (processing it twice changes nothing).
+      s.log.warn({ err: { message: (err as Error).message }, queued: row.id }, 'inbound batch: could not record the outcome');
+    }
+  }
+}
+
+/** Operator's retry of a dead batch (admin/dead-letters.ts): queued again, due now, its keys back. */
+export async function reviveInbound(trx: Trx, itemId: string, now: Date): Promise<boolean> {
+  const r = await sql<{ id: string }>`
+    WITH b AS (
+      UPDATE inbound_queue SET dead_at = NULL, attempts = 0, failed_at = NULL, last_error = NULL, claim = NULL, run_at = ${now}
+      WHERE id = ${itemId}::bigint AND dead_at IS NOT NULL
+      RETURNING id, keys),
+    k AS (INSERT INTO inbound_queue_keys (key, queue_id) SELECT k, b.id FROM b, unnest(b.keys) k ON CONFLICT DO NOTHING)
+    SELECT id FROM b`.execute(trx);
+  return r.rows.length > 0;
+}
+
+/** Operator's discard of a dead batch: gone (its keys went when it died). */
+export async function discardInbound(trx: Trx, itemId: string): Promise<void> {
+  await sql`DELETE FROM inbound_queue WHERE id = ${itemId}::bigint AND dead_at IS NOT NULL`.execute(trx);
 }

@@ -3,7 +3,8 @@
 // `classification` job (every 250 ms, and woken in-process after the inbound commit) claims due
 // rows with FOR UPDATE SKIP LOCKED — the oldest row of each case only, so a case is classified
 // one message at a time — classifies outside any transaction, writes in one transaction and
-// deletes the row.
+// deletes the row. A row that fails for our own reason is tried again by QUEUE_RETRY_SCHEDULE, then
+// parked as a dead letter (jobs/dead-letters.ts).
 import { sql } from 'kysely';
 import { normalizeText } from '../automations/text.js';
 import type { InboundCase } from '../cases/open.js';
@@ -11,6 +12,7 @@ import { applyClassification, noReasonSql } from '../cases/service.js';
 import type { Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
 import type { ReasonRow } from '../db/types.js';
+import { describeFailure, LAPSED, logDeath, maxTries, recordDeath, retryAt } from '../jobs/dead-letters.js';
 import { wakeable } from '../jobs/wakeable.js';
 import { newId } from '../lib/ids.js';
 import { ModelError } from '../llm/types.js';
@@ -22,8 +24,6 @@ import { listReasonRows } from './reasons.js';
 export const CLASSIFIED_MESSAGES = 3;
 /** A claimed row is given back (due again) when its claim is this old: the model call's retries fit in it. */
 export const CLASSIFY_LEASE_MS = 180_000;
-/** A row claimed this many times without finishing is dropped. */
-const MAX_ATTEMPTS = 5;
 /** Rows claimed per statement (classified concurrently: one per case). */
 const BATCH = 16;
 
@@ -57,9 +57,13 @@ interface Claimed {
   message_id: string;
   nth: number;
   attempts: number;
+  last_error: string | null;
 }
 
-/** Claims up to `limit` due rows, the oldest of each case whose older rows are all done; run_at becomes the lease's end. */
+/**
+ * Claims up to `limit` due rows, the oldest of each case whose older rows are all done (a dead one
+ * no longer holds the case's later ones); run_at becomes the lease's end.
+ */
 async function claim(s: Services, limit: number): Promise<Claimed[]> {
   const now = s.clock.now();
   const lease = new Date(now.getTime() + CLASSIFY_LEASE_MS);
@@ -67,14 +71,71 @@ async function claim(s: Services, limit: number): Promise<Claimed[]> {
     UPDATE case_classifications SET run_at = ${lease}, attempts = attempts + 1
     WHERE id IN (
       SELECT c.id FROM case_classifications c
-      WHERE c.run_at <= ${now}
+      WHERE c.run_at <= ${now} AND c.dead_at IS NULL
         AND NOT EXISTS (
           SELECT 1 FROM case_classifications o
-          WHERE o.case_id = c.case_id AND (o.nth < c.nth OR (o.nth = c.nth AND o.id < c.id)))
+          WHERE o.case_id = c.case_id AND o.dead_at IS NULL AND (o.nth < c.nth OR (o.nth = c.nth AND o.id < c.id)))
       ORDER BY c.run_at LIMIT ${limit}
       FOR UPDATE OF c SKIP LOCKED)
-    RETURNING id, case_id, message_id, nth, attempts`.execute(s.db);
+    RETURNING id, case_id, message_id, nth, attempts, last_error`.execute(s.db);
   return r.rows;
+}
+
+/**
+ * A classification that failed for our own reason: due again by QUEUE_RETRY_SCHEDULE, or parked
+ * as a dead letter after its last try (`lapsed`: its claims lapsed that often, it is not tried again).
+ */
+async function failed(s: Services, row: Claimed, error: string, lapsed = false): Promise<void> {
+  const now = s.clock.now();
+  const at = lapsed ? null : retryAt(s, row.attempts);
+  if (at) {
+    await s.db
+      .updateTable('case_classifications')
+      .set((eb) => ({ run_at: at, failed_at: eb.fn.coalesce('failed_at', eb.val(now)), last_error: error }))
+      .where('id', '=', row.id)
+      .execute();
+    return;
+  }
+  const died = await transaction(s.db, async (trx) => {
+    const parked = await trx
+      .updateTable('case_classifications')
+      .set((eb) => ({ dead_at: now, failed_at: eb.fn.coalesce('failed_at', eb.val(now)), last_error: error }))
+      .where('id', '=', row.id)
+      .where('dead_at', 'is', null)
+      .returning('failed_at')
+      .executeTakeFirst();
+    if (!parked) return false;
+    await recordDeath(
+      trx,
+      {
+        queue: 'classification',
+        itemId: row.id,
+        accountId: sql`(SELECT account_id FROM cases WHERE id = ${row.case_id})`,
+        firstFailedAt: parked.failed_at ?? now,
+        attempts: row.attempts,
+        lastError: error,
+      },
+      now,
+    );
+    return true;
+  });
+  if (died) logDeath(s, { queue: 'classification', itemId: row.id, attempts: row.attempts, lastError: error });
+}
+
+/** Operator's retry of a dead classification (admin/dead-letters.ts): due now, tries counted afresh. */
+export async function reviveClassification(trx: Trx, itemId: string, now: Date): Promise<boolean> {
+  const r = await trx
+    .updateTable('case_classifications')
+    .set({ dead_at: null, attempts: 0, failed_at: null, last_error: null, run_at: now })
+    .where('id', '=', itemId)
+    .where('dead_at', 'is not', null)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** Operator's discard of a dead classification: the case keeps what it has. */
+export async function discardClassification(trx: Trx, itemId: string): Promise<void> {
+  await trx.deleteFrom('case_classifications').where('id', '=', itemId).where('dead_at', 'is not', null).execute();
 }
 
 const dropRow = (trx: Trx | Services['db'], id: string) => trx.deleteFrom('case_classifications').where('id', '=', id).execute();
@@ -116,9 +177,9 @@ async function decide(s: Services, catalogue: ReasonRow[], texts: string[]): Pro
 
 /** Classifies one claimed row; returns 1 when `case.classified` was emitted. */
 async function classifyRow(s: Services, row: Claimed): Promise<number> {
-  if (row.attempts > MAX_ATTEMPTS) {
-    s.log.warn({ caseId: row.case_id }, 'classification: dropped after repeated failures');
-    await dropRow(s.db, row.id);
+  // Claimed more often than the schedule allows without an outcome: its process died (or hung) each time.
+  if (row.attempts > maxTries(s)) {
+    await failed(s, row, row.last_error ?? LAPSED, true);
     return 0;
   }
   const c = await s.db
@@ -181,11 +242,13 @@ async function pass(s: Services): Promise<number> {
     const rows = await claim(s, BATCH);
     if (rows.length === 0) return n;
     const results = await Promise.allSettled(rows.map((r) => classifyRow(s, r)));
-    for (const r of results) {
-      if (r.status === 'rejected') s.log.warn({ err: { message: (r.reason as Error).message } }, 'classification failed; tried again');
+    for (const [i, r] of results.entries()) {
+      if (r.status === 'fulfilled') continue;
+      s.log.warn({ err: { message: (r.reason as Error).message } }, 'classification failed; tried again');
+      // Not recorded (the database itself failing): its lease lapses and it is claimed again.
+      await failed(s, rows[i]!, describeFailure(r.reason)).catch(() => {});
     }
     n += rows.length;
-    // A failed row stays claimed until its lease lapses: the loop ends when nothing else is due.
     if (rows.length < BATCH) return n;
   }
 }

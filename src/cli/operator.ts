@@ -642,6 +642,31 @@ export function operatorCommands(program: Command): void {
       return call(this, 'POST', `/jobs/${name}/run`);
     });
 
+  const dead = program
+    .command('dead-letters')
+    .description('operator: items that failed on every try of QUEUE_RETRY_SCHEDULE, parked (docs/operating.md "Dead letters")');
+  dead
+    .command('list')
+    .description('the dead letters, oldest first')
+    .option('--queue <queue>', 'only one queue: inbound | webhook_deliveries | executions | agent_turns | classification')
+    .option('--limit <n>', 'page size, 1 to 200')
+    .option('--after <id>', 'the last id of the previous page')
+    .action(function (this: Command, o: { queue?: string; limit?: string; after?: string }) {
+      return call(this, 'GET', `/dead-letters${q({ queue: o.queue, limit: o.limit, after: o.after })}`);
+    });
+  dead
+    .command('retry <id>')
+    .description('put one back in its queue (processed once more, with the same dedupe)')
+    .action(function (this: Command, id: string) {
+      return call(this, 'POST', `/dead-letters/${id}/retry`);
+    });
+  dead
+    .command('discard <id>')
+    .description('discard one (logged)')
+    .action(function (this: Command, id: string) {
+      return call(this, 'DELETE', `/dead-letters/${id}`);
+    });
+
   const sandbox = program.command('sandbox').description('operator: the sandbox channel (CHANNEL_PROVIDER=sandbox)');
   sandbox
     .command('inbound <accountId> <from> [text]')

@@ -72,6 +72,14 @@ export const catalogue = {
     status: 404,
     text: 'No existe esa tarea. Las tareas son automations, agents, inbound, case-timeouts, campaigns, classification, agent-reviews, webhooks, idempotency-keys y sandbox-statuses.',
   },
+  dead_letter_not_found: {
+    status: 404,
+    text: 'No existe ese mensaje muerto: puede que ya lo hayan reintentado o descartado. Listalos con GET /admin/v1/dead-letters.',
+  },
+  dead_letter_not_retryable: {
+    status: 409,
+    text: 'No se puede reintentar ahora: la conversación ya tiene otra automatización o agente en curso, o el elemento cambió. Esperá a que termine o descartalo.',
+  },
   // The reasons catalogue (src/classification)
   reason_not_found: { status: 404, text: 'No encontramos ese motivo en la cuenta. Revisá el id.' },
   reason_name_taken: { status: 409, text: (p) => `Ya hay un motivo llamado "${p.name}" en la cuenta. Elegí otro nombre o editá ese.` },
@@ -557,6 +565,8 @@ export const executionErrors = {
   agentPaused: 'El agente de IA de este paso está en pausa: activalo para que tome las conversaciones.',
   agentBusy: 'Otro agente de IA ya atiende esta conversación.',
   unexpected: 'Un error inesperado detuvo la ejecución. Revisá el registro de pasos y probá de nuevo.',
+  ourFailure:
+    'La ejecución se detuvo por un error de nuestro lado que se repitió en cada intento. Quien opera el servicio puede reintentarla.',
 };
 
 /** Why the review of an agent's stretch failed (the review's `error`; no event is emitted). */
@@ -572,6 +582,7 @@ export const agentTexts = {
   phraseHandoff: 'El cliente pidió hablar con una persona',
   maxTurns: (n: number) => `El agente llegó a su máximo de ${n} turnos en esta conversación`,
   modelFailed: 'El agente no pudo responder',
+  ourFailure: 'El agente no pudo seguir por un error de nuestro lado que se repitió en cada intento',
   teamStepped: 'Intervino el equipo',
   agentOff: 'El agente quedó en pausa o se borró',
 };

@@ -1,6 +1,7 @@
 // SQL of the dispatcher: claim due deliveries under a lease, record attempts in batches, release.
 import { sql } from 'kysely';
-import type { Db } from '../db/index.js';
+import type { Db, Executor } from '../db/index.js';
+import { recordDeath } from '../jobs/dead-letters.js';
 import { newId } from '../lib/ids.js';
 import { addUsageCounts, DELIVERY_QUOTA_RESOURCE } from '../limits/usage.js';
 
@@ -10,6 +11,9 @@ export interface Claimed {
   webhook_id: string;
   account_id: string;
   attempts: number;
+  /** Claims since the last recorded attempt, this one included (a lease that lapsed counts). */
+  tries: number;
+  last_error: string | null;
   schedule_start: number;
   next_trigger: string;
   url: string;
@@ -33,7 +37,7 @@ export interface Claimed {
 export async function claimDue(db: Db, now: Date, leaseUntil: Date, n: number, skipWebhooks: string[]): Promise<Claimed[]> {
   const skip = skipWebhooks.length ? sql`AND d2.webhook_id NOT IN (${sql.join(skipWebhooks.map((w) => sql`${w}::uuid`))})` : sql``;
   const r = await sql<Claimed>`
-    UPDATE webhook_deliveries d SET lease_until = ${leaseUntil}
+    UPDATE webhook_deliveries d SET lease_until = ${leaseUntil}, tries = d.tries + 1
     FROM (
       SELECT d2.id FROM webhook_deliveries d2 JOIN webhooks w2 ON w2.id = d2.webhook_id
       WHERE d2.status = 'pending' AND d2.next_attempt_at <= ${now}
@@ -44,17 +48,70 @@ export async function claimDue(db: Db, now: Date, leaseUntil: Date, n: number, s
       FOR UPDATE OF d2 SKIP LOCKED
     ) due, events e, webhooks w, accounts a
     WHERE d.id = due.id AND e.id = d.event_id AND w.id = d.webhook_id AND a.id = d.account_id
-    RETURNING d.id, d.event_id, d.webhook_id, d.account_id, d.attempts, d.schedule_start, d.next_trigger, w.url, w.secret,
+    RETURNING d.id, d.event_id, d.webhook_id, d.account_id, d.attempts, d.tries, d.last_error, d.schedule_start, d.next_trigger, w.url, w.secret,
       w.previous_secret, w.previous_secret_expires_at, e.kind, e.data::text AS data, e.test,
       e.created_at AS event_created_at, d.created_at AS queued_at, a.plan, a.limits`.execute(db);
   return r.rows;
+}
+
+/**
+ * A claimed delivery that failed for our own reason (not the receiver's: those follow
+ * WEBHOOK_RETRY_SCHEDULE): due again at `at`, or, when `at` is null (its last try), parked as `dead`
+ * with a dead letter. Only the holder of the lease moves it. Returns whether it died.
+ */
+export async function failDelivery(db: Db, c: Claimed, lease: Date, error: string, at: Date | null, now: Date): Promise<boolean> {
+  if (at) {
+    await sql`
+      UPDATE webhook_deliveries SET lease_until = NULL, next_attempt_at = ${at}, failed_at = COALESCE(failed_at, ${now}),
+        last_error = ${error}, updated_at = ${now}
+      WHERE id = ${c.id} AND lease_until = ${lease}`.execute(db);
+    return false;
+  }
+  return db.transaction().execute(async (trx) => {
+    const parked = await sql<{ failed_at: Date }>`
+      UPDATE webhook_deliveries SET status = 'dead', lease_until = NULL, next_attempt_at = NULL,
+        failed_at = COALESCE(failed_at, ${now}), last_error = ${error}, updated_at = ${now}
+      WHERE id = ${c.id} AND lease_until = ${lease}
+      RETURNING failed_at`.execute(trx);
+    const first = parked.rows[0];
+    if (!first) return false;
+    await recordDeath(
+      trx,
+      {
+        queue: 'webhook_deliveries',
+        itemId: c.id,
+        accountId: c.account_id,
+        firstFailedAt: first.failed_at,
+        attempts: c.tries,
+        lastError: error,
+      },
+      now,
+    );
+    return true;
+  });
+}
+
+/** Operator's retry of a dead delivery (admin/dead-letters.ts): pending and due now, as a manual attempt. */
+export async function reviveDelivery(trx: Executor, itemId: string, now: Date): Promise<boolean> {
+  const r = await sql`
+    UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ${now}, lease_until = NULL, tries = 0,
+      failed_at = NULL, last_error = NULL, next_trigger = 'manual', schedule_start = attempts, updated_at = ${now}
+    WHERE id = ${itemId}::uuid AND status = 'dead'`.execute(trx);
+  return Number(r.numAffectedRows ?? 0) > 0;
+}
+
+/** Operator's discard of a dead delivery: `failed`, kept in the delivery log, never sent. */
+export async function discardDelivery(trx: Executor, itemId: string, now: Date): Promise<void> {
+  await sql`UPDATE webhook_deliveries SET status = 'failed', updated_at = ${now} WHERE id = ${itemId}::uuid AND status = 'dead'`.execute(
+    trx,
+  );
 }
 
 /** Gives claimed deliveries back untouched (no attempt made: saturated endpoint or shutdown). */
 export async function releaseLeases(db: Db, ids: { id: string; lease: Date }[]): Promise<void> {
   if (ids.length === 0) return;
   await sql`
-    UPDATE webhook_deliveries d SET lease_until = NULL
+    UPDATE webhook_deliveries d SET lease_until = NULL, tries = greatest(d.tries - 1, 0)
     FROM (VALUES ${sql.join(ids.map((r) => sql`(${r.id}::uuid, ${r.lease}::timestamptz)`))}) AS v(id, lease)
     WHERE d.id = v.id AND d.lease_until = v.lease`.execute(db);
 }
@@ -145,7 +202,7 @@ function attemptsAndDeliveries(results: AttemptResult[], now: Date) {
       -- A lease taken over after expiry wins: this holder no longer moves the delivery.
       UPDATE webhook_deliveries d SET status = v.status, attempts = d.attempts + 1, last_attempt_at = v.at,
         last_status_code = v.code, next_attempt_at = v.next_at, lease_until = NULL, next_trigger = 'scheduled',
-        updated_at = ${now}
+        tries = 0, failed_at = NULL, last_error = NULL, updated_at = ${now}
       FROM v WHERE d.id = v.delivery_id AND d.lease_until = v.lease
       RETURNING d.id, d.attempts),
     counted AS (

@@ -4,9 +4,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Agent } from 'undici';
 import { type Db, type OpenDb, openDatabase } from '../db/index.js';
+import { describeFailure, LAPSED, logDeath, maxTries, retryAt } from '../jobs/dead-letters.js';
 import { quotaPeriod } from '../limits/period.js';
 import type { Dispatcher, Services } from '../services.js';
-import { type AttemptResult, type Claimed, claimDue, recordAttempts, releaseLeases } from './delivery-repo.js';
+import { type AttemptResult, type Claimed, claimDue, failDelivery, recordAttempts, releaseLeases } from './delivery-repo.js';
 import { countsAtFirstAttempt } from './outbox.js';
 import { createAgent, type SendOutcome, sendAttempt } from './send.js';
 
@@ -202,8 +203,15 @@ export class WebhookDispatcher implements Dispatcher {
     // Full URLs were left out of this claim: they may have more due, so look again as slots free.
     this.backlog = rows.length === room || full.length > 0;
     const surplus: { id: string; lease: Date }[] = [];
+    const dying: Promise<void>[] = [];
     let taken = 0;
     for (const c of rows) {
+      // Claimed more often than QUEUE_RETRY_SCHEDULE allows with no attempt recorded (the process
+      // died or hung holding it, or recording failed): parked, not sent once more.
+      if (c.tries > maxTries(this.s)) {
+        dying.push(this.failOurs(c, lease, c.last_error ?? LAPSED, true));
+        continue;
+      }
       if (this.stopping) {
         surplus.push({ id: c.id, lease });
         this.backlog = true;
@@ -217,6 +225,7 @@ export class WebhookDispatcher implements Dispatcher {
     }
     await releaseLeases(this.db, surplus);
     this.startWaiting();
+    await Promise.all(dying);
     return taken;
   }
 
@@ -264,7 +273,15 @@ export class WebhookDispatcher implements Dispatcher {
 
   private async attempt(c: Claimed, lease: Date): Promise<void> {
     const at = this.s.clock.now();
-    const out = await sendAttempt(this.agent, c, at, this.timeoutMs, this.s.config.allowPrivateWebhooks, this.shutdown.signal);
+    let out: SendOutcome;
+    try {
+      out = await sendAttempt(this.agent, c, at, this.timeoutMs, this.s.config.allowPrivateWebhooks, this.shutdown.signal);
+    } catch (err) {
+      // Not the receiver's answer: our own failure (the attempt could not be made).
+      this.s.log.error({ err, webhookId: c.webhook_id, deliveryId: c.id }, 'webhook attempt failed unexpectedly');
+      await this.failOurs(c, lease, describeFailure(err), false);
+      return;
+    }
     if (out.aborted) {
       await releaseLeases(this.db, [{ id: c.id, lease }]).catch(() => {});
       return;
@@ -278,6 +295,17 @@ export class WebhookDispatcher implements Dispatcher {
     // The slot frees now; the result is written with the next batch (the lease covers the gap).
     this.pending.push(r);
     this.scheduleFlush();
+  }
+
+  /** Our own failure on a claimed delivery: due again by QUEUE_RETRY_SCHEDULE, or dead after its last try. */
+  private async failOurs(c: Claimed, lease: Date, error: string, lapsed: boolean): Promise<void> {
+    try {
+      const died = await failDelivery(this.db, c, lease, error, lapsed ? null : retryAt(this.s, c.tries), this.s.clock.now());
+      if (died) logDeath(this.s, { queue: 'webhook_deliveries', itemId: c.id, attempts: c.tries, lastError: error });
+    } catch (err) {
+      // Its lease lapses and it is claimed again (counted as one more try).
+      this.s.log.warn({ err: { message: (err as Error).message }, deliveryId: c.id }, 'webhook dispatcher: could not record a failure');
+    }
   }
 
   /** What this attempt means for the delivery: done, retry (when), or given up. */

@@ -8,6 +8,7 @@ import { receiveInbound } from '../../conversations/inbound.js';
 import type { Db } from '../../db/index.js';
 import type { PhoneNumberRow } from '../../db/types.js';
 import { ApiError } from '../../http/errors.js';
+import { describeFailure } from '../../jobs/dead-letters.js';
 import { mostAdvanced, reportStatus } from '../../messages/status.js';
 import type { Services } from '../../services.js';
 import { enqueueInbound, type QueuedBatch } from '../inbound-queue.js';
@@ -23,6 +24,8 @@ export interface ReceiveOutcome {
   skipped: number;
   /** Items that failed for a reason other than our own rules: the queued batch is tried again later. */
   failed: number;
+  /** The last such failure, as a dead letter keeps it (jobs/dead-letters.ts describeFailure). */
+  error?: string;
 }
 
 /** Does the signature match the app secret of any cloud number? (Payloads that name none of ours.) */
@@ -281,6 +284,7 @@ async function guarded<T>(s: Services, outcome: ReceiveOutcome, fn: () => Promis
     } else {
       s.log.error({ err }, 'cloud webhook item failed');
       outcome.failed += 1;
+      outcome.error = describeFailure(err);
     }
     return undefined;
   }
