@@ -212,6 +212,8 @@ export async function startTestApp(opts: StartOptions = {}): Promise<TestApp> {
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ALLOW_PRIVATE_WEBHOOKS: 'on',
     WEBHOOK_RETRY_SCHEDULE: '1,1,1',
+    // Our own failures: the first try and three more, a second apart (docs/operating.md "Dead letters").
+    QUEUE_RETRY_SCHEDULE: '1,1,1',
     REDIS_KEY_PREFIX: opts.sameDataAs?.env.REDIS_KEY_PREFIX ?? `chasqui-test-${randomBytes(4).toString('hex')}`,
     ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
     ...opts.env,

@@ -37,7 +37,7 @@ async function firstProcess(opts: StartOptions = {}): Promise<TestApp> {
   }
   const dir = mkdtempSync(join(tmpdir(), 'chasqui-inbound-queue-'));
   cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
-  const app = await startTestApp({ ...opts, env: { DATABASE_URL: `file://${dir}/pg`, DATA_DIR: dir } });
+  const app = await startTestApp({ ...opts, env: { ...opts.env, DATABASE_URL: `file://${dir}/pg`, DATA_DIR: dir } });
   cleanup.push(() => app.close());
   return app;
 }
@@ -282,6 +282,7 @@ describe('"answer 200 at once, process from a durable queue" (docs/cloud.md "Inb
       expect(await drain(app)).toBe(1);
       const [row] = await queued(app);
       expect(row).toMatchObject({ attempts: 1, claim: null });
+      // The first delay of QUEUE_RETRY_SCHEDULE (the harness sets 1,1,1).
       expect(new Date(row!.run_at).getTime()).toBe(app.clock.ms() + 1000);
       // Not due again before its back-off: the next pass runs nothing.
       expect(await drain(app)).toBe(0);
@@ -294,5 +295,159 @@ describe('"answer 200 at once, process from a durable queue" (docs/cloud.md "Inb
     expect(await texts(app, n, from)).toEqual(['hola']);
     expect(await received(app, n)).toBe(1);
     expect(await queued(app)).toEqual([]);
+  });
+});
+
+/** Inbound messages whose text is `text` fail in the database, as an unexpected bug of ours would (a real failure, not a mock). */
+async function poison(p: Pick<Proc, 'rt'>, text: string): Promise<() => Promise<void>> {
+  const db = p.rt.services.db;
+  const fn = `poison_${randomBytes(4).toString('hex')}`;
+  await sql
+    .raw(`CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.text = '${text}' THEN RAISE EXCEPTION 'poisoned row'; END IF; RETURN NEW; END $$;
+      CREATE TRIGGER ${fn} BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION ${fn}();`)
+    .execute(db);
+  return async () => {
+    await sql.raw(`DROP TRIGGER ${fn} ON messages; DROP FUNCTION ${fn}();`).execute(db);
+  };
+}
+
+describe('dead letters (docs/operating.md "Dead letters": nothing held forever, nothing dropped in silence)', () => {
+  it('"after the last try the item is dead … A dead inbound batch no longer holds back the later messages of its customers"; retry processes it once', async () => {
+    const lines: string[] = [];
+    const app = await firstProcess({
+      workers: false,
+      env: { LOG_LEVEL: 'info' },
+      logDestination: { write: (l: string) => void lines.push(l) },
+    });
+    const n = await cloudNumber(app);
+    const [ana, beto] = [freshPhone({ spelling: 'digits' }), freshPhone({ spelling: 'digits' })];
+    const cure = await poison(app, 'VENENO 5491100000000');
+    // Ana's first batch fails on every try; her next one and Beto's (same batch as hers) wait or go on.
+    expect(
+      (
+        await post(
+          app,
+          n,
+          batch(app, n, [
+            [ana, 'VENENO 5491100000000'],
+            [beto, 'hola'],
+          ]),
+        )
+      ).status,
+    ).toBe(200);
+    expect((await post(app, n, batch(app, n, [[ana, 'sigo acá']]))).status).toBe(200);
+    expect((await post(app, n, batch(app, n, [[beto, 'y yo']]))).status).toBe(200);
+    expect(await drain(app)).toBe(1); // only the first: the others share its customers' keys
+    expect(await texts(app, n, ana)).toEqual([]);
+    // QUEUE_RETRY_SCHEDULE=1,1,1: three more tries, a second apart; the fourth failure parks it.
+    for (let i = 0; i < 3; i++) {
+      expect((await app.admin('GET', '/dead-letters')).body.data).toEqual([]);
+      app.clock.advance(1000);
+      expect(await drain(app)).toBeGreaterThanOrEqual(1);
+    }
+    const list = await app.admin('GET', '/dead-letters?queue=inbound');
+    expect(list.status).toBe(200);
+    expect(list.body.data).toEqual([
+      {
+        id: expect.any(String),
+        queue: 'inbound',
+        itemId: expect.any(String),
+        accountId: n.accountId,
+        firstFailedAt: expect.any(String),
+        diedAt: app.clock.now().toISOString(),
+        attempts: 4,
+        lastError: expect.stringContaining('poisoned row'),
+      },
+    ]);
+    // "last error text without personal data": the customer's phone and text are not in it.
+    expect(JSON.stringify(list.body)).not.toMatch(/VENENO|5491100000000/);
+    // "logged once at error level"
+    const deaths = lines.map((l) => JSON.parse(l)).filter((l) => l.msg?.startsWith('dead letter'));
+    expect(deaths).toEqual([expect.objectContaining({ level: 50, queue: 'inbound', attempts: 4 })]);
+    // Its customers' later batches went on. Each message of a batch commits on its own, so Beto's
+    // message in the dead batch was stored by its first try; only Ana's failed each time.
+    expect(await texts(app, n, ana)).toEqual(['sigo acá']);
+    expect(await texts(app, n, beto)).toEqual(['hola', 'y yo']);
+    expect(await queued(app)).toHaveLength(1);
+    expect(await drain(app)).toBe(0);
+
+    // The operator fixes the cause and puts it back: processed once, by the same dedupe.
+    await cure();
+    const dead = list.body.data[0];
+    const retried = await app.admin('POST', `/dead-letters/${dead.id}/retry`);
+    expect(retried.status).toBe(200);
+    expect(retried.body).toMatchObject({ id: dead.id, queue: 'inbound', retriedAt: app.clock.now().toISOString() });
+    expect(await drain(app)).toBe(1);
+    expect(await texts(app, n, ana)).toEqual(['sigo acá', 'VENENO 5491100000000']);
+    // Beto's, already stored, is not stored twice (wamid dedupe): four messages, four message.received.
+    expect(await texts(app, n, beto)).toEqual(['hola', 'y yo']);
+    expect(await received(app, n)).toBe(4);
+    expect(await queued(app)).toEqual([]);
+    expect((await app.admin('GET', '/dead-letters')).body.data).toEqual([]);
+    // A second retry of the same id: it is gone (404 in Spanish).
+    const again = await app.admin('POST', `/dead-letters/${dead.id}/retry`);
+    expect(again.status).toBe(404);
+    expect(again.body.error).toMatch(/No existe ese mensaje muerto/);
+  });
+
+  it('DELETE discards a dead batch (logged): nothing of it is processed, the queue is empty', async () => {
+    const app = await firstProcess({ workers: false });
+    const n = await cloudNumber(app);
+    const ana = freshPhone({ spelling: 'digits' });
+    const cure = await poison(app, 'veneno');
+    expect((await post(app, n, batch(app, n, [[ana, 'veneno']]))).status).toBe(200);
+    for (let i = 0; i < 4; i++) {
+      await drain(app);
+      app.clock.advance(1000);
+    }
+    const [dead] = (await app.admin('GET', '/dead-letters?queue=inbound')).body.data;
+    expect(dead).toMatchObject({ queue: 'inbound', attempts: 4 });
+    expect((await app.admin('DELETE', `/dead-letters/${dead.id}`)).status).toBe(204);
+    await cure();
+    expect(await queued(app)).toEqual([]);
+    expect(await drain(app)).toBe(0);
+    expect(await texts(app, n, ana)).toEqual([]);
+    expect((await app.admin('DELETE', `/dead-letters/${dead.id}`)).status).toBe(404);
+    // Bad input is a clear 4xx: a queue that does not exist, an id that is not one.
+    expect((await app.admin('GET', '/dead-letters?queue=nope')).status).toBe(400);
+    expect((await app.admin('POST', '/dead-letters/nope/retry')).status).toBe(404);
+  });
+
+  it('"a claim that lapses counts": a batch whose process dies holding it every time is parked after the schedule, not tried once more', async () => {
+    const app = await firstProcess({ workers: false });
+    const n = await cloudNumber(app);
+    const ana = freshPhone({ spelling: 'digits' });
+    expect((await post(app, n, batch(app, n, [[ana, 'hola']]))).status).toBe(200);
+    // Four processes each claimed it and died holding it (the claim as a worker writes it).
+    await sql`UPDATE inbound_queue SET attempts = 4, claim = ${newId()}, run_at = ${new Date(app.clock.ms() + LEASE_MS)}`.execute(
+      app.rt.services.db,
+    );
+    app.clock.advance(LEASE_MS);
+    expect(await drain(app)).toBe(1);
+    expect(await texts(app, n, ana)).toEqual([]);
+    const [dead] = (await app.admin('GET', '/dead-letters?queue=inbound')).body.data;
+    expect(dead).toMatchObject({ attempts: 5, lastError: expect.stringMatching(/^interrupted/) });
+    // Retried, it runs (the cause was the dying process, not the batch).
+    expect((await app.admin('POST', `/dead-letters/${dead.id}/retry`)).status).toBe(200);
+    expect(await drain(app)).toBe(1);
+    expect(await texts(app, n, ana)).toEqual(['hola']);
+  });
+
+  it('"the out-of-range status code is a 200 with the item skipped and logged, not a retry loop"', async () => {
+    const app = await firstProcess({ workers: false });
+    const n = await cloudNumber(app);
+    const ana = freshPhone({ spelling: 'digits' });
+    const payload = batch(app, n, [[ana, 'hola']]);
+    const value = payload.entry[0]!.changes[0]!.value as Record<string, unknown>;
+    value.statuses = [
+      { id: 'wamid.unknown1', status: 'failed', timestamp: '1700000000', recipient_id: ana, errors: [{ code: 99999999999 }] },
+      { id: 'wamid.unknown2', status: 'failed', timestamp: '1700000000', recipient_id: ana, errors: [{ code: '4294967296' }] },
+    ];
+    expect((await post(app, n, payload)).status).toBe(200);
+    expect(await drain(app)).toBe(1);
+    expect(await texts(app, n, ana)).toEqual(['hola']);
+    expect(await queued(app)).toEqual([]);
+    expect((await app.admin('GET', '/dead-letters')).body.data).toEqual([]);
   });
 });
