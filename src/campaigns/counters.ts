@@ -25,3 +25,22 @@ export async function bumpCampaignCounters(
       failed = failed + ${failed}::int
     WHERE id = ${campaignId}`.execute(trx);
 }
+
+/**
+ * A campaign message in doubt got its wamid from a status report (messages/status.ts
+ * reconcileInTrx): if the sender had counted its recipient failed as `interrupted` (resolveStuck in
+ * sender.ts), the recipient is `sent` after all, and the campaign counts it so. The campaign row
+ * before its recipients (docs/architecture.md "Lock order").
+ */
+export async function recountReconciled(trx: Trx, campaignId: string, contactId: string, messageId: string, now: Date): Promise<void> {
+  const interrupted = sql`EXISTS (SELECT 1 FROM campaign_recipients r WHERE r.campaign_id = ${campaignId}::uuid
+    AND r.contact_id = ${contactId}::uuid AND r.message_id = ${messageId}::uuid AND r.status = 'failed' AND r.error = 'interrupted')`;
+  const { rows } = await sql`
+    UPDATE campaigns SET sent = sent + 1, failed = failed - 1 WHERE id = ${campaignId}::uuid AND ${interrupted} RETURNING id`.execute(trx);
+  if (rows.length === 0) return;
+  await sql`
+    UPDATE campaign_recipients SET status = 'sent', error = NULL, updated_at = ${now}::timestamptz
+    WHERE campaign_id = ${campaignId}::uuid AND contact_id = ${contactId}::uuid AND message_id = ${messageId}::uuid
+      AND status = 'failed' AND error = 'interrupted'`.execute(trx);
+}
+
