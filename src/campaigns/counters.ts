@@ -44,3 +44,24 @@ export async function recountReconciled(trx: Trx, campaignId: string, contactId:
       AND status = 'failed' AND error = 'interrupted'`.execute(trx);
 }
 
+/**
+ * Campaign messages the `reconcile-sends` job failed after 24 h without a provider answer
+ * (messages/reconcile.ts): each campaign's `failed` counter grows by its messages, except those
+ * whose recipient the sender counts itself — `failed` already (resolveStuck: "interrupted") or
+ * still `sending` (its next run's resolveStuck will).
+ */
+export async function countFailedInDoubt(trx: Trx, failed: { id: string; campaignId: string; contactId: string }[]): Promise<void> {
+  if (failed.length === 0) return;
+  await sql`
+    UPDATE campaigns c SET failed = c.failed + v.n
+    FROM (
+      SELECT f.campaign_id, count(*)::int AS n
+      FROM unnest(${failed.map((f) => f.id)}::uuid[], ${failed.map((f) => f.campaignId)}::uuid[], ${failed.map((f) => f.contactId)}::uuid[])
+        AS f(id, campaign_id, contact_id)
+      WHERE NOT EXISTS (
+        SELECT 1 FROM campaign_recipients r
+        WHERE r.campaign_id = f.campaign_id AND r.contact_id = f.contact_id AND r.message_id = f.id AND r.status IN ('sending', 'failed'))
+      GROUP BY f.campaign_id
+    ) v
+    WHERE c.id = v.campaign_id`.execute(trx);
+}
