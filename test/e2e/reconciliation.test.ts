@@ -198,6 +198,37 @@ describe('Cloud sends and statuses in one process (operations.md "Reconciliation
     expect(await statusEvents(a.id)).toEqual([[held.opaque, held.wamid, 'sent']]);
   });
 
+  it("a campaign send racing its own status: the sender's outcome write still counts it once (sent 1, delivered 1) and the recipient sent", async () => {
+    const a = await cloudAccount(app.url, graph);
+    expect((await api(app.url, a, 'POST', '/contacts', { phone: freshPhone(), attributes: { grupo: 'carrera' } })).status).toBe(201);
+    graph.queue({ hold: true });
+    const campaign = await app.admin('POST', `/accounts/${a.id}/campaigns`, {
+      name: 'Carrera',
+      templateId: a.templateId,
+      audience: { attributes: { grupo: 'carrera' } },
+    });
+    expect(campaign.status).toBe(201);
+    const run = app.admin('POST', '/jobs/campaigns/run');
+    await waitFor('the held campaign send', () => graph.held().length === 1, 10_000);
+    const held = graph.held()[0]!;
+    await postStatus(app.url, graph.statusWebhook(held.wamid, 'delivered', { wabaId: a.wabaId, at: app.clock.now() }), a.appSecret);
+    graph.release();
+    expect((await run).status).toBe(200);
+    const db = app.rt.services.db;
+    const read = () => db.selectFrom('campaigns').selectAll().where('id', '=', campaign.body.id).executeTakeFirstOrThrow();
+    for (let i = 0; i < 10 && (await read()).status === 'sending'; i++)
+      expect((await app.admin('POST', '/jobs/campaigns/run')).status).toBe(200);
+    expect(await read()).toMatchObject({ status: 'completed', sent: 1, delivered: 1, failed: 0 });
+    const recipients = await db
+      .selectFrom('campaign_recipients')
+      .select(['status', 'message_id'])
+      .where('campaign_id', '=', campaign.body.id)
+      .execute();
+    expect(recipients).toEqual([{ status: 'sent', message_id: held.opaque }]);
+    expect((await api(app.url, a, 'GET', `/messages/${held.opaque}`)).body).toMatchObject({ wamid: held.wamid, status: 'delivered' });
+    expect(await statusEvents(a.id)).toEqual([[held.opaque, held.wamid, 'delivered']]);
+  });
+
   it('only our message id counts: a status naming it from another number, or for a message that has another wamid, changes nothing', async () => {
     const a = await cloudAccount(app.url, graph);
     const other = await cloudAccount(app.url, graph);
