@@ -10,7 +10,7 @@ export const jobAdminRoutes: RoutesFn = (app, s) => {
     {
       schema: {
         summary:
-          'Run a periodic job now: automations, case-timeouts, campaigns, classification, agent-reviews, webhooks, idempotency-keys or sandbox-statuses',
+          'Run a periodic job now: automations, case-timeouts, campaigns, classification, agent-reviews, webhooks, idempotency-keys, sandbox-statuses or reconcile-sends',
         description:
           'Waits for a run in progress, then runs once and answers how many rows it changed. One runner per job across processes.',
         tags: ['Operator'],

@@ -25,3 +25,43 @@ export async function bumpCampaignCounters(
       failed = failed + ${failed}::int
     WHERE id = ${campaignId}`.execute(trx);
 }
+
+/**
+ * A campaign message in doubt got its wamid from a status report (messages/status.ts
+ * reconcileInTrx): if the sender had counted its recipient failed as `interrupted` (resolveStuck in
+ * sender.ts), the recipient is `sent` after all, and the campaign counts it so. The campaign row
+ * before its recipients (docs/architecture.md "Lock order").
+ */
+export async function recountReconciled(trx: Trx, campaignId: string, contactId: string, messageId: string, now: Date): Promise<void> {
+  const interrupted = sql`EXISTS (SELECT 1 FROM campaign_recipients r WHERE r.campaign_id = ${campaignId}::uuid
+    AND r.contact_id = ${contactId}::uuid AND r.message_id = ${messageId}::uuid AND r.status = 'failed' AND r.error = 'interrupted')`;
+  const { rows } = await sql`
+    UPDATE campaigns SET sent = sent + 1, failed = failed - 1 WHERE id = ${campaignId}::uuid AND ${interrupted} RETURNING id`.execute(trx);
+  if (rows.length === 0) return;
+  await sql`
+    UPDATE campaign_recipients SET status = 'sent', error = NULL, updated_at = ${now}::timestamptz
+    WHERE campaign_id = ${campaignId}::uuid AND contact_id = ${contactId}::uuid AND message_id = ${messageId}::uuid
+      AND status = 'failed' AND error = 'interrupted'`.execute(trx);
+}
+
+/**
+ * Campaign messages the `reconcile-sends` job failed after 24 h without a provider answer
+ * (messages/reconcile.ts): each campaign's `failed` counter grows by its messages, except those
+ * whose recipient the sender counts itself — `failed` already (resolveStuck: "interrupted") or
+ * still `sending` (its next run's resolveStuck will).
+ */
+export async function countFailedInDoubt(trx: Trx, failed: { id: string; campaignId: string; contactId: string }[]): Promise<void> {
+  if (failed.length === 0) return;
+  await sql`
+    UPDATE campaigns c SET failed = c.failed + v.n
+    FROM (
+      SELECT f.campaign_id, count(*)::int AS n
+      FROM unnest(${failed.map((f) => f.id)}::uuid[], ${failed.map((f) => f.campaignId)}::uuid[], ${failed.map((f) => f.contactId)}::uuid[])
+        AS f(id, campaign_id, contact_id)
+      WHERE NOT EXISTS (
+        SELECT 1 FROM campaign_recipients r
+        WHERE r.campaign_id = f.campaign_id AND r.contact_id = f.contact_id AND r.message_id = f.id AND r.status IN ('sending', 'failed'))
+      GROUP BY f.campaign_id
+    ) v
+    WHERE c.id = v.campaign_id`.execute(trx);
+}

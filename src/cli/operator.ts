@@ -636,7 +636,7 @@ export function operatorCommands(program: Command): void {
   jobs
     .command('run <name>')
     .description(
-      'run a periodic job now: automations | case-timeouts | campaigns | classification | agent-reviews | webhooks | idempotency-keys | sandbox-statuses',
+      'run a periodic job now: automations | case-timeouts | campaigns | classification | agent-reviews | webhooks | idempotency-keys | sandbox-statuses | reconcile-sends',
     )
     .action(function (this: Command, name: string) {
       return call(this, 'POST', `/jobs/${name}/run`);

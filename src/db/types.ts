@@ -218,6 +218,8 @@ export interface EarlyStatusesTable {
 export interface SandboxReportsTable {
   id: string;
   wamid: string;
+  /** Our message id (migration 0020; null for reports scheduled before it). */
+  message_id: string | null;
   status: string;
   code: number | null;
   reported_at: Ts;

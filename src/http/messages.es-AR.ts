@@ -70,7 +70,7 @@ export const catalogue = {
   delivery_not_found: { status: 404, text: 'No existe esa entrega de webhook.' },
   job_not_found: {
     status: 404,
-    text: 'No existe esa tarea. Las tareas son automations, agents, inbound, case-timeouts, campaigns, classification, agent-reviews, webhooks, idempotency-keys y sandbox-statuses.',
+    text: 'No existe esa tarea. Las tareas son automations, agents, inbound, case-timeouts, campaigns, classification, agent-reviews, webhooks, idempotency-keys, sandbox-statuses y reconcile-sends.',
   },
   dead_letter_not_found: {
     status: 404,
@@ -448,6 +448,13 @@ const providerCodes: Record<number, string> = {
   132016: 'La plantilla está deshabilitada por baja calidad.',
   131000: 'El proveedor tuvo un error al procesar el mensaje. Probá de nuevo.',
 };
+
+/**
+ * The `error` of a message the provider never answered for 24 h (messages/reconcile.ts, docs/cloud.md
+ * "Reconciliation"): ours, `code: null`. It may have gone out: the text says so.
+ */
+export const sendInDoubtText =
+  'El proveedor no confirmó el envío en 24 horas: puede que el mensaje no haya salido. Revisá la conversación antes de enviarlo de nuevo.';
 
 export const providerCodeText = (code: number | null): string =>
   code === null

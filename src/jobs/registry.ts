@@ -6,6 +6,7 @@ import { runCaseTimeouts } from '../cases/timeouts.js';
 import { applyDueSandboxReports } from '../channel/sandbox/provider.js';
 import { runClassifications } from '../classification/queue.js';
 import { purgeIdempotencyKeys } from '../http/idempotency.js';
+import { failSendsInDoubt } from '../messages/reconcile.js';
 import { purgeEarlyStatuses } from '../messages/status.js';
 import { webhooksJob } from '../webhooks/job.js';
 import type { Job } from './types.js';
@@ -42,4 +43,7 @@ export const jobs: Record<string, Job> = {
   'idempotency-keys': { everyMs: 3_600_000, run: purgeIdempotencyKeys },
   // Applies the sandbox's scheduled status reports once due (channel/sandbox/provider.ts).
   'sandbox-statuses': { everyMs: 250, run: applyDueSandboxReports },
+  // Fails the sends still `pending` without any provider answer 24 h after they started
+  // (messages/reconcile.ts). `changed` counts the messages failed.
+  'reconcile-sends': { everyMs: 300_000, run: failSendsInDoubt },
 };

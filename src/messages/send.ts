@@ -428,17 +428,30 @@ async function deliver(s: Services, pending: MessageRow, call: () => Promise<str
     throw await failAtSend(s, pending, err, social);
   }
   const at = s.clock.now();
-  const stored = await s.db
-    .updateTable('messages')
-    .set({ wamid, status: 'sent', sent_at: at, updated_at: at })
-    .where('id', '=', pending.id)
-    .where('status', '=', 'pending')
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const stored =
+    (await s.db
+      .updateTable('messages')
+      .set({ wamid, status: 'sent', sent_at: at, updated_at: at })
+      .where('id', '=', pending.id)
+      .where('status', '=', 'pending')
+      .where('wamid', 'is', null)
+      .returningAll()
+      .executeTakeFirst()) ?? (await alreadyMoved(s, pending.id, wamid));
   // The 201 shows the status at acceptance (`sent`); reports that came first apply right after
   // (looked for after this commit: a report kept meanwhile is found by one side or the other).
   await applyEarlyStatuses(s, wamid);
   return messageView(stored);
+}
+
+/**
+ * The message left `pending` while its provider call was out: a status report carrying our message
+ * id reconciled it first (messages/status.ts reconcileInTrx, with this same wamid: its event is
+ * written), or the `reconcile-sends` job failed it. Answered as it is now, never as an error.
+ */
+async function alreadyMoved(s: Services, messageId: string, wamid: string): Promise<MessageRow> {
+  const current = await s.db.selectFrom('messages').selectAll().where('id', '=', messageId).executeTakeFirstOrThrow();
+  if (current.wamid !== wamid) s.log.warn({ messageId, status: current.status }, 'send answered after its message was settled without it');
+  return current;
 }
 
 /** A send in one conversation (a team member, an agent, an automation): text, or a template on WhatsApp. */
@@ -560,6 +573,8 @@ async function failAtSend(s: Services, pending: { id: string; contact_id: string
       .updateTable('messages')
       .set({ status: 'failed', code: pe.code, error: pe.reason, failed_at: now, updated_at: now })
       .where('id', '=', messageId)
+      // A status report may have reconciled it meanwhile (the provider took it after all): that stands.
+      .where('status', '=', 'pending')
       .execute();
   });
   if (busy) return throughputBusyError(busy, messageId);

@@ -2,7 +2,7 @@
 // sent < delivered < read; failed may follow sent or delivered, never read, and is final. A report
 // that repeats a status or would move it backward changes nothing and emits nothing.
 import { sql } from 'kysely';
-import { bumpCampaignCounters } from '../campaigns/counters.js';
+import { bumpCampaignCounters, recountReconciled } from '../campaigns/counters.js';
 import { lockContact, markMarketingOptOut } from '../contacts/service.js';
 import type { Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
@@ -20,6 +20,13 @@ export interface StatusReport {
   code?: number | null;
   /** When the provider says it happened. */
   at: Date;
+  /**
+   * Our message id, echoed by the provider (Cloud `biz_opaque_callback_data`, a sandbox report):
+   * lets the report find a message whose wamid was never stored (reconcileInTrx).
+   */
+  messageId?: string | null;
+  /** The number the report came on: a message is reconciled only if it left from it. */
+  phoneNumberId?: string | null;
 }
 
 export interface StatusOutcome {
@@ -101,6 +108,41 @@ async function applyInTrx(trx: Trx, r: StatusReport, now: Date): Promise<Applied
   return m;
 }
 
+/**
+ * A report for a wamid no message has, carrying our message id (docs/cloud.md "Reconciliation"):
+ * the provider took the send but its wamid was never stored (the process died), or is not stored
+ * yet (the send is storing it). That message, still `pending` without a wamid (and from the
+ * report's number), takes the wamid and leaves `pending` — `sent` at the report's time, or the
+ * machine's own pending → sent for a `sent` report — and the report then runs through the machine
+ * as any other (its event, its campaign counters). A message with another wamid is not touched.
+ */
+async function reconcileInTrx(trx: Trx, r: StatusReport & { messageId: string }, now: Date): Promise<Applied | null> {
+  // 131050 locks the contact: before its message (docs/architecture.md "Lock order").
+  if (r.status === 'failed' && r.code === MARKETING_BLOCKED) {
+    const m = await trx.selectFrom('messages').select('contact_id').where('id', '=', r.messageId).executeTakeFirst();
+    if (m) await lockContact(trx, m.contact_id);
+  }
+  const sentNow = r.status !== 'sent';
+  let q = trx
+    .updateTable('messages')
+    .set({
+      wamid: r.wamid,
+      ...(sentNow ? { status: 'sent', sent_at: r.at } : {}),
+      updated_at: now,
+    })
+    .where('id', '=', r.messageId)
+    .where('direction', '=', 'outbound')
+    .where('status', '=', 'pending')
+    .where('wamid', 'is', null);
+  if (r.phoneNumberId) q = q.where('phone_number_id', '=', r.phoneNumberId);
+  const taken = await q.returning(['id', 'campaign_id', 'contact_id']).executeTakeFirst();
+  if (!taken) return null;
+  const m = await applyInTrx(trx, r, now);
+  // A campaign recipient counted failed as "interrupted" was sent after all.
+  if (taken.campaign_id) await recountReconciled(trx, taken.campaign_id, taken.contact_id, taken.id, now);
+  return m;
+}
+
 const contactOfOutbound = async (trx: Trx, wamid: string): Promise<string | undefined> =>
   (await trx.selectFrom('messages').select('contact_id').where('wamid', '=', wamid).where('direction', '=', 'outbound').executeTakeFirst())
     ?.contact_id;
@@ -113,6 +155,8 @@ export async function reportStatus(s: Services, r: StatusReport): Promise<Status
     if (m) return { applied: true, status: m.status, messageId: m.id };
     const existing = await trx.selectFrom('messages').select(['id', 'status']).where('wamid', '=', r.wamid).executeTakeFirst();
     if (existing) return { applied: false, status: existing.status, messageId: existing.id };
+    const reconciled = r.messageId ? await reconcileInTrx(trx, { ...r, messageId: r.messageId }, now) : null;
+    if (reconciled) return { applied: true, status: reconciled.status, messageId: reconciled.id };
     // The send may not have stored its wamid yet (architecture.md "Send"): keep it, never lose it.
     await trx
       .insertInto('early_statuses')

@@ -464,6 +464,7 @@ describe('sending through Graph (api.md §4 POST /messages)', () => {
       messaging_product: 'whatsapp',
       recipient_type: 'individual',
       to,
+      biz_opaque_callback_data: r.body.id,
       type: 'text',
       text: { body: '¡Sí! Tenemos stock.' },
     });
@@ -481,6 +482,7 @@ describe('sending through Graph (api.md §4 POST /messages)', () => {
       messaging_product: 'whatsapp',
       recipient_type: 'individual',
       to,
+      biz_opaque_callback_data: r.body.id,
       type: 'template',
       template: {
         name: tpl.name,

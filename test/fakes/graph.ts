@@ -2,6 +2,8 @@
 //   POST /{version}/{phone-number-id}/messages → {messaging_product, contacts: [{input, wa_id}], messages: [{id}]}
 //   GET  /{version}/{waba-id}/message_templates → {data: [...], paging: {cursors: {before, after}, next?}}
 //   errors → {error: {message, type, code, error_data: {messaging_product, details}, fbtrace_id}}
+// A send's `biz_opaque_callback_data` (a string up to 512 characters) is kept and echoed in the
+// status webhooks the fake writes for it (statusWebhook), as Meta does.
 // Tests start it, point GRAPH_API_URL at it, program answers and read what it received.
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -28,8 +30,29 @@ export interface GraphErrorSpec {
   subcode?: number;
 }
 
-/** What the next send answers: a Graph error, a malformed/empty body, or silence past the client's timeout. */
-export type SendBehaviour = { error: GraphErrorSpec } | { delayMs: number } | { status: number; raw: string } | { drop: true };
+/**
+ * What the next send answers: a Graph error, a malformed/empty body, silence past the client's
+ * timeout, or held (accepted, its wamid handed out at once, answered when the test releases it).
+ */
+export type SendBehaviour =
+  | { error: GraphErrorSpec }
+  | { delayMs: number }
+  | { status: number; raw: string }
+  | { drop: true }
+  | { hold: true };
+
+/** A send Graph accepted: what its status webhooks name. */
+export interface AcceptedSend {
+  wamid: string;
+  /** The Graph phone-number id it was sent from. */
+  phoneNumberId: string;
+  to: string;
+  /** The send's `biz_opaque_callback_data`, echoed in its statuses. */
+  opaque?: string;
+}
+
+/** Meta's limit on `biz_opaque_callback_data`. */
+const OPAQUE_MAX = 512;
 
 export interface FakeGraph {
   /** Root URL (no version): the app adds its Graph version to it. */
@@ -45,6 +68,21 @@ export interface FakeGraph {
   queue(...b: SendBehaviour[]): void;
   /** Wamids handed out, in order. */
   wamids: string[];
+  /** Every accepted send, by wamid. */
+  accepted: Map<string, AcceptedSend>;
+  /** Sends held ({hold: true}) and not released yet, oldest first. */
+  held(): AcceptedSend[];
+  /** Ends the held sends: answered (`answer`, the default) or their connection dropped. */
+  release(answer?: boolean): void;
+  /**
+   * The status webhook Meta posts for an accepted send (entry[].changes[].value.statuses[]), with
+   * the send's `biz_opaque_callback_data` echoed; `errors` go with `failed`.
+   */
+  statusWebhook(
+    wamid: string,
+    status: 'sent' | 'delivered' | 'read' | 'failed',
+    o: { wabaId: string; at?: Date; errors?: unknown[] },
+  ): unknown;
   /** Most templates per page, whatever `limit` asks (to exercise paging). */
   pageSize: number;
   /** Every accepted send answers after this long (ms): Graph's own latency. */
@@ -81,7 +119,31 @@ export async function startFakeGraph(): Promise<FakeGraph> {
   const tokens = new Map<string, string>();
   const templates = new Map<string, unknown[]>();
   const wamids: string[] = [];
+  const accepted = new Map<string, AcceptedSend>();
+  const held: { send: AcceptedSend; release: (answer: boolean) => void }[] = [];
   let base = '';
+
+  /** Hands out a wamid for a valid send and remembers what its statuses echo. */
+  function accept(phoneNumberId: string, b: { to: string; biz_opaque_callback_data?: unknown }): AcceptedSend {
+    const wamid = `wamid.${Buffer.from(`${b.to}_${randomBytes(12).toString('hex')}`).toString('base64')}`;
+    wamids.push(wamid);
+    const send: AcceptedSend = { wamid, phoneNumberId, to: b.to };
+    if (typeof b.biz_opaque_callback_data === 'string') send.opaque = b.biz_opaque_callback_data;
+    accepted.set(wamid, send);
+    return send;
+  }
+
+  /** Graph's refusal of a malformed send body, or null. */
+  function invalidSend(b: { messaging_product?: string; to?: string; type?: string; biz_opaque_callback_data?: unknown } | null) {
+    if (b?.messaging_product !== 'whatsapp' || !b.to || !b.type) {
+      return { status: 400, code: 100, message: '(#100) The parameter messaging_product is required.' };
+    }
+    const opaque = b.biz_opaque_callback_data;
+    if (opaque !== undefined && (typeof opaque !== 'string' || opaque.length > OPAQUE_MAX)) {
+      return { status: 400, code: 100, message: '(#100) Param biz_opaque_callback_data must be a string of at most 512 characters.' };
+    }
+    return null;
+  }
 
   const server: Server = createServer((req, res) => {
     const at = performance.timeOrigin + performance.now();
@@ -134,7 +196,20 @@ export async function startFakeGraph(): Promise<FakeGraph> {
         res.socket?.destroy();
         return;
       }
-      if (next && 'delayMs' in next) await new Promise((r) => setTimeout(r, next.delayMs));
+      const b = call.body as { messaging_product?: string; to?: string; type?: string } | null;
+      let send: AcceptedSend | undefined;
+      if (next && 'hold' in next) {
+        // Accepted now (its statuses can be written), answered when released.
+        const refused = invalidSend(b);
+        if (refused) return graphError(res, refused);
+        const held_ = accept(id, b as { to: string });
+        send = held_;
+        const answer = await new Promise<boolean>((release) => held.push({ send: held_, release }));
+        if (!answer) {
+          res.socket?.destroy();
+          return;
+        }
+      } else if (next && 'delayMs' in next) await new Promise((r) => setTimeout(r, next.delayMs));
       else if (fake.latencyMs > 0) await new Promise((r) => setTimeout(r, fake.latencyMs));
       if (next && 'raw' in next) {
         res.writeHead(next.status, { 'content-type': 'application/json' });
@@ -142,13 +217,10 @@ export async function startFakeGraph(): Promise<FakeGraph> {
         return;
       }
       if (res.destroyed) return;
-      const b = call.body as { messaging_product?: string; to?: string; type?: string } | null;
-      if (b?.messaging_product !== 'whatsapp' || !b.to || !b.type) {
-        return graphError(res, { status: 400, code: 100, message: '(#100) The parameter messaging_product is required.' });
-      }
-      const wamid = `wamid.${Buffer.from(`${b.to}_${randomBytes(12).toString('hex')}`).toString('base64')}`;
-      wamids.push(wamid);
-      return json(res, 200, { messaging_product: 'whatsapp', contacts: [{ input: b.to, wa_id: b.to }], messages: [{ id: wamid }] });
+      const refused = invalidSend(b);
+      if (refused) return graphError(res, refused);
+      const { wamid } = send ?? accept(id, b as { to: string });
+      return json(res, 200, { messaging_product: 'whatsapp', contacts: [{ input: b!.to, wa_id: b!.to }], messages: [{ id: wamid }] });
     }
     if (call.method === 'GET' && edge === 'message_templates') {
       const all = templates.get(id) ?? [];
@@ -182,6 +254,41 @@ export async function startFakeGraph(): Promise<FakeGraph> {
     tokens,
     templates,
     wamids,
+    accepted,
+    held: () => held.map((h) => h.send),
+    release(answer = true) {
+      for (const h of held.splice(0)) h.release(answer);
+    },
+    statusWebhook(wamid, status, o) {
+      const send = accepted.get(wamid);
+      if (!send) throw new Error(`the fake Graph accepted no send with wamid ${wamid}`);
+      const st: Record<string, unknown> = {
+        id: wamid,
+        status,
+        timestamp: String(Math.floor((o.at ?? new Date()).getTime() / 1000)),
+        recipient_id: send.to,
+        ...(send.opaque !== undefined ? { biz_opaque_callback_data: send.opaque } : {}),
+        ...(o.errors ? { errors: o.errors } : {}),
+      };
+      return {
+        object: 'whatsapp_business_account',
+        entry: [
+          {
+            id: o.wabaId,
+            changes: [
+              {
+                field: 'messages',
+                value: {
+                  messaging_product: 'whatsapp',
+                  metadata: { phone_number_id: send.phoneNumberId },
+                  statuses: [st],
+                },
+              },
+            ],
+          },
+        ],
+      };
+    },
     queue: (...b) => queue.push(...b),
     reset() {
       calls.length = 0;
@@ -189,6 +296,7 @@ export async function startFakeGraph(): Promise<FakeGraph> {
     },
     close: () =>
       new Promise<void>((resolve) => {
+        fake.release(false);
         server.closeAllConnections();
         server.close(() => resolve());
       }),

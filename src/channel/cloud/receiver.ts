@@ -316,6 +316,14 @@ async function processStatus(s: Services, item: ParsedStatus, number: PhoneNumbe
     return;
   }
   // The machine applies 131050 → marketingOptOut in the same transaction as the status.
-  await reportStatus(s, { wamid: item.wamid, status: item.status, code: item.code, at: item.timestamp });
+  // Our message id echoed by Meta finds a send whose wamid was never stored, if it left from this number.
+  await reportStatus(s, {
+    wamid: item.wamid,
+    status: item.status,
+    code: item.code,
+    at: item.timestamp,
+    messageId: item.messageId,
+    phoneNumberId: number.id,
+  });
   outcome.statuses += 1;
 }

@@ -16,6 +16,8 @@ export interface GraphSendBody {
   messaging_product: 'whatsapp';
   recipient_type: 'individual';
   to: string;
+  /** Our message id: Meta echoes it in the message's status webhooks (docs/cloud.md "Reconciliation"). */
+  biz_opaque_callback_data: string;
   type: 'text' | 'template';
   text?: { body: string };
   template?: {
@@ -34,13 +36,15 @@ const HEADER_POSITIONAL = /^header_\d+$/;
  * each with the component it fills: header text, body, or the URL of a button (Graph's
  * `components`, in that order). Named templates ({{first_name}}) send `parameter_name` in the header and the body;
  * positional ones ({{1}}, {{2}}) bare parameters in number order; URL buttons take one bare
- * parameter each.
+ * parameter each. Every send carries our message id in `biz_opaque_callback_data`, so a status of
+ * a send whose wamid was never stored still finds its message (messages/status.ts).
  */
 export function buildSendBody(req: SendRequest): GraphSendBody {
   const base = {
     messaging_product: 'whatsapp' as const,
     recipient_type: 'individual' as const,
     to: req.to,
+    biz_opaque_callback_data: req.messageId,
   };
   if (req.template) {
     const t = req.template;

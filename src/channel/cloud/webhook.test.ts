@@ -78,6 +78,24 @@ describe('parseWebhook: Meta adds fields; anything unknown or malformed is skipp
     expect(r.items).toEqual([expect.objectContaining({ kind: 'template', templateId: null, name: null, language: 'es_AR' })]);
   });
 
+  it('"only a UUID counts": biz_opaque_callback_data is our message id, anything else reads as absent (operations.md "Reconciliation")', () => {
+    const id = '0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
+    const r = parseWebhook(
+      change({
+        metadata,
+        statuses: [
+          { id: 'wamid.1', status: 'delivered', biz_opaque_callback_data: id },
+          { id: 'wamid.2', status: 'delivered', biz_opaque_callback_data: 'pedido-42' },
+          { id: 'wamid.3', status: 'delivered', biz_opaque_callback_data: { id } },
+          { id: 'wamid.4', status: 'delivered', biz_opaque_callback_data: `${id} ` },
+          { id: 'wamid.5', status: 'delivered' },
+        ],
+      }),
+      now,
+    );
+    expect(r.items.map((i) => (i.kind === 'status' ? i.messageId : 'x'))).toEqual([id, null, null, null, null]);
+  });
+
   it('"never a 500": payloads of the wrong shape give no items', () => {
     for (const p of [null, [], 'x', 42, { entry: 'x' }, { entry: [{ changes: [{ value: [] }] }] }, change({ messages: [] })]) {
       expect(parseWebhook(p, now).items).toEqual([]);

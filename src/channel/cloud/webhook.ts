@@ -5,6 +5,7 @@
 
 import { z } from 'zod';
 import { isOptOutButton } from '../../contacts/opt-out.js';
+import { isUuid } from '../../lib/ids.js';
 import type { DeliveryStatus } from '../../messages/status.js';
 import { describeValue, each, Id, List, loose, MAX_TIME_MS, Short, Str } from '../meta-json.js';
 
@@ -30,6 +31,8 @@ export interface ParsedStatus {
   status: DeliveryStatus;
   code: number | null;
   timestamp: Date;
+  /** Our message id echoed from the send's `biz_opaque_callback_data` (only a UUID counts; else null). */
+  messageId: string | null;
 }
 
 export interface ParsedTemplateUpdate {
@@ -87,7 +90,13 @@ const Message = z.looseObject({
 });
 type Message = z.infer<typeof Message>;
 
-const Status = z.looseObject({ id: Id, status: Short, timestamp: z.unknown().optional(), errors: List });
+const Status = z.looseObject({
+  id: Id,
+  status: Short,
+  timestamp: z.unknown().optional(),
+  errors: List,
+  biz_opaque_callback_data: z.unknown().optional(),
+});
 /**
  * A provider error code, as the `integer` column keeps it: a whole number from 0 to 2³¹−1 (Meta's
  * are 6 digits). Anything else Meta could send in its place (a larger number, a numeric string
@@ -243,6 +252,8 @@ function parseStatus(graphPhoneNumberId: string, st: z.infer<typeof Status>, now
     status: st.status as DeliveryStatus,
     code: code ?? null,
     timestamp: unixTime(st.timestamp, now),
+    // We send our message id there (send-body.ts); anything else (another system's data) is not ours.
+    messageId: typeof st.biz_opaque_callback_data === 'string' && isUuid(st.biz_opaque_callback_data) ? st.biz_opaque_callback_data : null,
   };
 }
 

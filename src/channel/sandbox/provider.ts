@@ -47,7 +47,7 @@ export class SandboxProvider implements ChannelProvider {
               { status: 'delivered', code: null, afterMs: DELIVERED_AFTER_MS },
               { status: 'read', code: null, afterMs: READ_AFTER_MS },
             ];
-      await this.schedule(wamid, later);
+      await this.schedule(wamid, req.messageId, later);
     } else if (failure !== null) {
       // Without auto statuses the failure is reported at once: the send has not stored the wamid
       // yet, so it is kept as an early status and applied as soon as it does.
@@ -58,12 +58,25 @@ export class SandboxProvider implements ChannelProvider {
     return { wamid };
   }
 
-  /** Writes the reports the sandbox makes later; the send stands even if this fails (logged). */
-  private async schedule(wamid: string, later: Later[]): Promise<void> {
+  /**
+   * Writes the reports the sandbox makes later, with our message id (as Meta echoes
+   * `biz_opaque_callback_data`): a report reconciles a send whose wamid was never stored. The send
+   * stands even if this fails (logged).
+   */
+  private async schedule(wamid: string, messageId: string, later: Later[]): Promise<void> {
     const now = this.services.clock.ms();
     const rows = later.map((l) => {
       const at = new Date(now + l.afterMs);
-      return { id: newId(), wamid, status: l.status, code: l.code, reported_at: at, run_at: at, created_at: new Date(now) };
+      return {
+        id: newId(),
+        wamid,
+        message_id: messageId,
+        status: l.status,
+        code: l.code,
+        reported_at: at,
+        run_at: at,
+        created_at: new Date(now),
+      };
     });
     await this.services.db
       .insertInto('sandbox_reports')
@@ -97,13 +110,15 @@ export async function applyDueSandboxReports(s: Services): Promise<number> {
           .forUpdate()
           .skipLocked(),
       )
-      .returning(['id', 'wamid', 'status', 'code', 'reported_at'])
+      .returning(['id', 'wamid', 'message_id', 'status', 'code', 'reported_at'])
       .execute();
     claimed.sort((a, b) => a.reported_at.getTime() - b.reported_at.getTime());
     const applied: string[] = [];
     for (const r of claimed) {
       try {
-        if (isDeliveryStatus(r.status)) await reportStatus(s, { wamid: r.wamid, status: r.status, code: r.code, at: r.reported_at });
+        if (isDeliveryStatus(r.status)) {
+          await reportStatus(s, { wamid: r.wamid, status: r.status, code: r.code, at: r.reported_at, messageId: r.message_id });
+        }
         applied.push(r.id);
       } catch (err) {
         // Left claimed: due again when the claim lapses.
