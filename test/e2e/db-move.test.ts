@@ -1,0 +1,129 @@
+// `chasqui db move-to` (docs/operating.md "Moving from the embedded database to PostgreSQL"): a
+// business that started on the embedded database moves to PostgreSQL without losing anything.
+// The data is made through the real app on a PGlite data directory, the move runs as the real
+// CLI process, and the app started on PostgreSQL must answer exactly as before. PostgreSQL only.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { ManualClock } from '../../src/lib/clock.js';
+import { runDue, writes } from '../automations.js';
+import { answers, populate } from '../business.js';
+import { startReceiver } from '../fakes/receiver.js';
+import { dropPostgresDatabase, freshPhone, freshPostgresDatabase, startTestApp } from '../harness.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const cleanup: (() => unknown)[] = [];
+afterAll(async () => {
+  for (const f of cleanup.reverse()) await f();
+});
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** `chasqui db move-to <url>` as a child process, with the data directory as its only database setting. */
+function moveTo(url: string, dataDir: string): Promise<Run> {
+  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir };
+  for (const k of ['DATABASE_URL', 'REDIS_URL', 'ADMIN_TOKEN']) delete env[k];
+  const args = ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'db', 'move-to', url];
+  return new Promise((resolve) => {
+    execFile(process.execPath, args, { cwd: ROOT, env, timeout: 120_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** Row counts of a few tables and the migrations' versions: what "nothing written" compares. */
+async function snapshot(url: string): Promise<unknown> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      `SELECT (SELECT count(*) FROM accounts) AS accounts, (SELECT count(*) FROM messages) AS messages,
+              (SELECT count(*) FROM webhook_attempts) AS attempts, (SELECT string_agg(version, ',' ORDER BY version) FROM schema_migrations) AS versions`,
+    );
+    return rows[0];
+  } finally {
+    await client.end();
+  }
+}
+
+describe.skipIf(!process.env.DATABASE_URL)('chasqui db move-to (PostgreSQL)', () => {
+  it('moves a populated embedded database into an empty PostgreSQL: every table matches, and the app on PostgreSQL answers as before (contacts, messages, cases, webhook deliveries, executions)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'chasqui-move-'));
+    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+    const receiver = await startReceiver();
+    cleanup.push(() => receiver.close());
+    const clock = new ManualClock();
+    const before = await startTestApp({ clock, env: { DATA_DIR: dir, DATABASE_URL: `pglite://${dir}/pglite` } });
+    let business: Awaited<ReturnType<typeof populate>>;
+    let expected: Record<string, any>;
+    const target = await freshPostgresDatabase(inject('databaseUrl')!);
+    cleanup.push(() => dropPostgresDatabase(target));
+    try {
+      business = await populate(before, receiver);
+      expected = await answers(before, business);
+      // The server still has the directory open: the move refuses and writes nothing.
+      const busy = await moveTo(target, dir);
+      expect(busy.code).toBe(1);
+      expect(busy.stderr).toMatch(/is in use .*stop the server first/);
+    } finally {
+      await before.close();
+    }
+    expect(expected.contacts.data).toHaveLength(2);
+    expect(expected.contacts.data.find((c: any) => c.attributes.ciudad === 'Rosario')).toBeTruthy();
+    expect(expected.conversation.data).toHaveLength(2);
+    expect(expected.cases.data).toHaveLength(2);
+    expect(expected.execution).toMatchObject({ status: 'completed' });
+    expect(expected.delivery.attemptLog.map((a: any) => a.statusCode)).toEqual([500, 200]);
+
+    const moved = await moveTo(target, dir);
+    expect(moved.stderr).toBe('');
+    expect(moved.code).toBe(0);
+    expect(moved.stdout).toMatch(/Copying \d+ tables in one transaction on the target \(all-or-nothing\)/);
+    expect(moved.stdout).toMatch(/^ {2}messages +[1-9]\d* rows/m);
+    expect(moved.stdout).toMatch(/^webhook_attempts +\d+ +[0-9a-f]{16} +ok$/m);
+    expect(moved.stdout).not.toMatch(/MISMATCH/);
+    expect(moved.stdout).toMatch(/Every table matches.*\n.*DATABASE_URL=postgres:\/\//);
+
+    const after = await startTestApp({ clock, env: { DATA_DIR: mkdtempSync(join(tmpdir(), 'chasqui-moved-')), DATABASE_URL: target } });
+    try {
+      expect(await answers(after, business)).toEqual(expected);
+      // The owned sequences continue past the copied rows: a new execution logs its steps.
+      const phone = freshPhone();
+      await writes(after, business.acct, phone, 'estado');
+      await runDue(after);
+      const list = await after.admin('GET', `/accounts/${business.acct.id}/automations/${business.automationId}/executions`);
+      expect(list.body.data).toHaveLength(2);
+      expect(list.body.data[0]).toMatchObject({ status: 'running', currentStepId: 'q' });
+    } finally {
+      await after.close();
+    }
+  }, 180_000);
+
+  it('refuses a target that already holds data: exit 1, "not empty", and nothing written', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'chasqui-move-'));
+    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+    const source = await startTestApp({ env: { DATA_DIR: dir, DATABASE_URL: `pglite://${dir}/pglite` } });
+    await source.createAccount();
+    await source.close();
+    const target = await freshPostgresDatabase(inject('databaseUrl')!);
+    cleanup.push(() => dropPostgresDatabase(target));
+    const used = await startTestApp({ env: { DATABASE_URL: target } });
+    const acct = await used.createAccount();
+    expect((await acct.call('POST', '/contacts', { phone: freshPhone() })).status).toBe(201);
+    await used.close();
+    const was = await snapshot(target);
+
+    const refused = await moveTo(target, dir);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/The target database is not empty \(rows in .*accounts.*\).*nothing was written/);
+    expect(await snapshot(target)).toEqual(was);
+  }, 120_000);
+});
