@@ -146,7 +146,7 @@ program
   .action(runMigrations);
 program
   .command('db')
-  .description('the database itself (not the operator API)')
+  .description('move the embedded database to PostgreSQL: db move-to <postgres URL>')
   .command('move-to')
   .argument('<url>', 'an empty PostgreSQL database: postgres://user:password@host:5432/db')
   .description(

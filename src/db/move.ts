@@ -243,8 +243,10 @@ function printNext(opts: MoveOptions, shown: string, out: (line: string) => void
   out('');
   out('Every table matches (row counts and checksums). Next:');
   out(`  1. Start Chasqui on PostgreSQL: DATABASE_URL=${shown} npm start   (your password where **** is)`);
-  const token = opts.adminTokenFile ? `ADMIN_TOKEN=$(cat ${opts.adminTokenFile})` : 'the same ADMIN_TOKEN';
-  out(`  2. Keep the operator token: ${token}. API keys, webhook secrets and Cloud tokens moved with the data.`);
+  const token = opts.adminTokenFile
+    ? `it stays in ${opts.adminTokenFile} (on another machine: ADMIN_TOKEN=$(cat ${opts.adminTokenFile}))`
+    : 'set the same ADMIN_TOKEN';
+  out(`  2. The operator token: ${token}. API keys, webhook secrets and Cloud tokens moved with the data.`);
   out(`  3. Keep ${opts.dataDir} untouched as a backup until the new setup has served for a while; do not start on it again.`);
   out('  4. For several processes, add REDIS_URL (docs/operating.md "Running several processes").');
 }
