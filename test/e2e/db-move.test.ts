@@ -54,6 +54,17 @@ async function snapshot(url: string): Promise<unknown> {
   }
 }
 
+/** Runs statements on a database, one after the other. */
+async function sqlOn(url: string, statements: string[]): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (const text of statements) await client.query(text);
+  } finally {
+    await client.end();
+  }
+}
+
 describe.skipIf(!process.env.DATABASE_URL)('chasqui db move-to (PostgreSQL)', () => {
   it('moves a populated embedded database into an empty PostgreSQL: every table matches, and the app on PostgreSQL answers as before (contacts, messages, cases, webhook deliveries, executions)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'chasqui-move-'));
@@ -106,6 +117,42 @@ describe.skipIf(!process.env.DATABASE_URL)('chasqui db move-to (PostgreSQL)', ()
       await after.close();
     }
   }, 180_000);
+
+  it('all-or-nothing: a copy that fails halfway leaves every table of the target empty, and running it again once the cause is gone succeeds', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'chasqui-move-'));
+    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+    const source = await startTestApp({ env: { DATA_DIR: dir, DATABASE_URL: `pglite://${dir}/pglite` } });
+    const acct = await source.createAccount();
+    expect((await acct.call('POST', '/contacts', { phone: freshPhone() })).status).toBe(201);
+    await source.close();
+    const target = await freshPostgresDatabase(inject('databaseUrl')!);
+    cleanup.push(() => dropPostgresDatabase(target));
+    // The cause, from outside the command: once the migrations create `contacts`, it refuses rows
+    // (accounts, keys and numbers are copied before it).
+    await sqlOn(target, [
+      `CREATE FUNCTION test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$`,
+      `CREATE FUNCTION test_arm() RETURNS event_trigger LANGUAGE plpgsql AS $$ BEGIN
+         IF EXISTS (SELECT 1 FROM pg_event_trigger_ddl_commands() WHERE command_tag = 'CREATE TABLE' AND object_identity = 'public.contacts') THEN
+           CREATE TRIGGER refuse BEFORE INSERT ON public.contacts FOR EACH ROW EXECUTE FUNCTION test_refuse();
+         END IF; END $$`,
+      'CREATE EVENT TRIGGER test_arm ON ddl_command_end EXECUTE FUNCTION test_arm()',
+    ]);
+
+    const failed = await moveTo(target, dir);
+    expect(failed.code).toBe(1);
+    expect(failed.stdout).toMatch(/^ {2}accounts +1 rows/m);
+    expect(failed.stderr).toMatch(
+      /The copy failed at contacts: refused by the test\. Nothing was kept.*\(all-or-nothing\)\. .*run the move again/,
+    );
+    expect(await snapshot(target)).toMatchObject({ accounts: 0, messages: 0, attempts: 0 });
+
+    await sqlOn(target, ['DROP EVENT TRIGGER test_arm', 'DROP TRIGGER refuse ON contacts']);
+    const again = await moveTo(target, dir);
+    expect(again.stderr).toBe('');
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/^contacts +1 +[0-9a-f]{16} +ok$/m);
+    expect(await snapshot(target)).toMatchObject({ accounts: 1 });
+  }, 120_000);
 
   it('refuses a target that already holds data: exit 1, "not empty", and nothing written', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'chasqui-move-'));
