@@ -103,7 +103,9 @@ export async function moveToPostgres(opts: MoveOptions): Promise<MoveResult> {
     const names = [...sourceTables.keys()].filter((n) => n !== MIGRATIONS_TABLE);
 
     target = await openDatabase({ kind: 'postgres', url: opts.targetUrl }, { poolSize: 2 });
-    client = await target.pool!.connect();
+    client = await target.pool!.connect().catch((err: Error) => {
+      throw new MoveRefused(`Cannot connect to ${shown}: ${err.message}. Create the database first (createdb) and check the URL.`);
+    });
     const dst = fromPg(client);
     // Before the target's migrations write anything: a database with our data is refused as is.
     const existing = [...(await tables(dst)).keys()].filter((n) => names.includes(n));
@@ -207,8 +209,10 @@ async function copyAll(
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});
     if (err instanceof MoveRefused) throw err;
+    // A value the database quotes in its message (a row it could not read) may be personal data.
+    const reason = (err as Error).message.replace(/: ".*$/s, ': "…"');
     throw new Error(
-      `The copy failed at ${current}: ${(err as Error).message}. Nothing was kept: the target's tables are empty again ` +
+      `The copy failed at ${current}: ${reason}. Nothing was kept: the target's tables are empty again ` +
         '(all-or-nothing). Fix the cause and run the move again.',
     );
   }
