@@ -107,21 +107,10 @@ export async function moveToPostgres(opts: MoveOptions): Promise<MoveResult> {
       throw new MoveRefused(`Cannot connect to ${shown}: ${err.message}. Create the database first (createdb) and check the URL.`);
     });
     const dst = fromPg(client);
-    // Before the target's migrations write anything: a database with our data is refused as is.
-    const existing = [...(await tables(dst)).keys()].filter((n) => names.includes(n));
-    await refuseNonEmpty(dst, existing);
-    const targetApplied = await migrate(target.db);
-    out(targetApplied.length ? `Target migrated: ${targetApplied.length} migrations.` : 'Target is up to date.');
-
-    const [sv, tv] = [await migrationVersions(src), await migrationVersions(dst)];
-    if (sv.join() !== tv.join()) {
-      throw new MoveRefused(
-        `The two databases are at different versions (source ${sv.at(-1)}, target ${tv.at(-1)}): run the same Chasqui version on both.`,
-      );
+    await prepareTarget(target, dst, sourceTables, names, out);
+    if ((await migrationVersions(src)).join() !== (await migrationVersions(dst)).join()) {
+      throw new MoveRefused('The two databases list different migrations: run the same Chasqui version on both.');
     }
-    const targetTables = await tables(dst);
-    const differ = names.filter((n) => targetTables.get(n)?.shape !== sourceTables.get(n)!.shape);
-    if (differ.length > 0) throw new MoveRefused(`The target's tables differ from the source's: ${differ.join(', ')}. Nothing was copied.`);
 
     const order = await foreignKeyOrder(src, names);
     for (const s of SESSION_SETTINGS) {
@@ -133,11 +122,7 @@ export async function moveToPostgres(opts: MoveOptions): Promise<MoveResult> {
     const copySeconds = (performance.now() - started) / 1000;
     out(`Copied ${count(rows)} rows in ${copySeconds.toFixed(1)} s (${count(Math.round(rows / Math.max(copySeconds, 0.001)))} rows/s).`);
 
-    const checks: TableCheck[] = [];
-    for (const table of order) {
-      const [a, b] = [await checksum(src, table), await checksum(dst, table)];
-      checks.push({ table, source: a, target: b, ok: a.rows === b.rows && a.checksum === b.checksum });
-    }
+    const checks = await compareAll(src, dst, order);
     printChecks(checks, out);
     const ok = checks.every((c) => c.ok);
     if (ok) printNext(opts, shown, out);
@@ -152,6 +137,36 @@ export async function moveToPostgres(opts: MoveOptions): Promise<MoveResult> {
     await target?.close();
     await source?.close();
   }
+}
+
+/**
+ * Refuses a target that holds our data before its migrations write anything, migrates it, and
+ * refuses it when its tables are not the source's (same columns, same types, same order).
+ */
+async function prepareTarget(
+  target: OpenDb,
+  dst: Query,
+  sourceTables: Map<string, { shape: string }>,
+  names: string[],
+  out: (line: string) => void,
+): Promise<void> {
+  const existing = [...(await tables(dst)).keys()].filter((n) => names.includes(n));
+  await refuseNonEmpty(dst, existing);
+  const applied = await migrate(target.db);
+  out(applied.length ? `Target migrated: ${applied.length} migrations.` : 'Target is up to date.');
+  const targetTables = await tables(dst);
+  const differ = names.filter((n) => targetTables.get(n)?.shape !== sourceTables.get(n)!.shape);
+  if (differ.length > 0) throw new MoveRefused(`The target's tables differ from the source's: ${differ.join(', ')}. Nothing was copied.`);
+}
+
+/** Each table's count and checksum on both sides. */
+async function compareAll(src: Query, dst: Query, order: string[]): Promise<TableCheck[]> {
+  const checks: TableCheck[] = [];
+  for (const table of order) {
+    const [a, b] = [await checksum(src, table), await checksum(dst, table)];
+    checks.push({ table, source: a, target: b, ok: a.rows === b.rows && a.checksum === b.checksum });
+  }
+  return checks;
 }
 
 async function refuseNonEmpty(q: Query, names: string[]): Promise<void> {
@@ -179,7 +194,9 @@ async function copyAll(
   let current = '';
   await client.query('BEGIN');
   try {
-    // Again inside the transaction: a server started on the target meanwhile is caught here.
+    // Again inside the transaction, with writers held off until it ends: a server started on the
+    // target meanwhile is caught here, or waits.
+    await client.query(`LOCK TABLE ${order.map(ident).join(', ')} IN EXCLUSIVE MODE`);
     await refuseNonEmpty(dst, order);
     out(`Copying ${order.length} tables in one transaction on the target (all-or-nothing):`);
     await lite.transaction(async (tx) => {
