@@ -65,6 +65,27 @@ async function sqlOn(url: string, statements: string[]): Promise<void> {
   }
 }
 
+/** A stopped embedded data directory with one account (key, number) and one contact. */
+async function smallSource(): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'chasqui-move-'));
+  cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+  const source = await startTestApp({ env: { DATA_DIR: dir, DATABASE_URL: `pglite://${dir}/pglite` } });
+  try {
+    const acct = await source.createAccount();
+    expect((await acct.call('POST', '/contacts', { phone: freshPhone(), name: 'Ana' })).status).toBe(201);
+  } finally {
+    await source.close();
+  }
+  return dir;
+}
+
+/** A new, empty PostgreSQL database dropped when the file ends. */
+async function emptyTarget(): Promise<string> {
+  const url = await freshPostgresDatabase(inject('databaseUrl')!);
+  cleanup.push(() => dropPostgresDatabase(url));
+  return url;
+}
+
 describe.skipIf(!process.env.DATABASE_URL)('chasqui db move-to (PostgreSQL)', () => {
   it('moves a populated embedded database into an empty PostgreSQL: every table matches, and the app on PostgreSQL answers as before (contacts, messages, cases, webhook deliveries, executions)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'chasqui-move-'));
@@ -75,8 +96,7 @@ describe.skipIf(!process.env.DATABASE_URL)('chasqui db move-to (PostgreSQL)', ()
     const before = await startTestApp({ clock, env: { DATA_DIR: dir, DATABASE_URL: `pglite://${dir}/pglite` } });
     let business: Awaited<ReturnType<typeof populate>>;
     let expected: Record<string, any>;
-    const target = await freshPostgresDatabase(inject('databaseUrl')!);
-    cleanup.push(() => dropPostgresDatabase(target));
+    const target = await emptyTarget();
     try {
       business = await populate(before, receiver);
       expected = await answers(before, business);
@@ -119,14 +139,8 @@ describe.skipIf(!process.env.DATABASE_URL)('chasqui db move-to (PostgreSQL)', ()
   }, 180_000);
 
   it('all-or-nothing: a copy that fails halfway leaves every table of the target empty, and running it again once the cause is gone succeeds', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'chasqui-move-'));
-    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
-    const source = await startTestApp({ env: { DATA_DIR: dir, DATABASE_URL: `pglite://${dir}/pglite` } });
-    const acct = await source.createAccount();
-    expect((await acct.call('POST', '/contacts', { phone: freshPhone() })).status).toBe(201);
-    await source.close();
-    const target = await freshPostgresDatabase(inject('databaseUrl')!);
-    cleanup.push(() => dropPostgresDatabase(target));
+    const dir = await smallSource();
+    const target = await emptyTarget();
     // The cause, from outside the command: once the migrations create `contacts`, it refuses rows
     // (accounts, keys and numbers are copied before it).
     await sqlOn(target, [
@@ -154,14 +168,31 @@ describe.skipIf(!process.env.DATABASE_URL)('chasqui db move-to (PostgreSQL)', ()
     expect(await snapshot(target)).toMatchObject({ accounts: 1 });
   }, 120_000);
 
+  it('the comparison catches a row changed on the way: MISMATCH on that table, exit 2, and the target left as it is', async () => {
+    const dir = await smallSource();
+    const target = await emptyTarget();
+    // Once the migrations create `contacts`, the target changes each name it receives.
+    await sqlOn(target, [
+      `CREATE FUNCTION test_alter() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.name := NEW.name || '!'; RETURN NEW; END $$`,
+      `CREATE FUNCTION test_arm() RETURNS event_trigger LANGUAGE plpgsql AS $$ BEGIN
+         IF EXISTS (SELECT 1 FROM pg_event_trigger_ddl_commands() WHERE command_tag = 'CREATE TABLE' AND object_identity = 'public.contacts') THEN
+           CREATE TRIGGER alter_name BEFORE INSERT ON public.contacts FOR EACH ROW EXECUTE FUNCTION test_alter();
+         END IF; END $$`,
+      'CREATE EVENT TRIGGER test_arm ON ddl_command_end EXECUTE FUNCTION test_arm()',
+    ]);
+
+    const run = await moveTo(target, dir);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toMatch(/^contacts +1 +[0-9a-f]{16} → [0-9a-f]{16} +MISMATCH$/m);
+    expect(run.stdout).toMatch(/^accounts +1 +[0-9a-f]{16} +ok$/m);
+    expect(run.stdout).toMatch(/MISMATCH: the tables marked above differ\. The target is left as it is/);
+    expect(run.stdout).not.toMatch(/Every table matches/);
+    expect(await snapshot(target)).toMatchObject({ accounts: 1 });
+  }, 120_000);
+
   it('refuses a target that already holds data: exit 1, "not empty", and nothing written', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'chasqui-move-'));
-    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
-    const source = await startTestApp({ env: { DATA_DIR: dir, DATABASE_URL: `pglite://${dir}/pglite` } });
-    await source.createAccount();
-    await source.close();
-    const target = await freshPostgresDatabase(inject('databaseUrl')!);
-    cleanup.push(() => dropPostgresDatabase(target));
+    const dir = await smallSource();
+    const target = await emptyTarget();
     const used = await startTestApp({ env: { DATABASE_URL: target } });
     const acct = await used.createAccount();
     expect((await acct.call('POST', '/contacts', { phone: freshPhone() })).status).toBe(201);
