@@ -1,7 +1,8 @@
 // `chasqui db move-to` (docs/operating.md "Moving from the embedded database to PostgreSQL"): a
 // business that started on the embedded database moves to PostgreSQL without losing anything.
 // The data is made through the real app on a PGlite data directory, the move runs as the real
-// CLI process, and the app started on PostgreSQL must answer exactly as before. PostgreSQL only.
+// CLI process, and the app started on PostgreSQL must answer exactly as before. These need
+// DATABASE_URL; the refusals that come before any PostgreSQL write run without it too.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -100,10 +101,6 @@ describe.skipIf(!process.env.DATABASE_URL)('chasqui db move-to (PostgreSQL)', ()
     try {
       business = await populate(before, receiver);
       expected = await answers(before, business);
-      // The server still has the directory open: the move refuses and writes nothing.
-      const busy = await moveTo(target, dir);
-      expect(busy.code).toBe(1);
-      expect(busy.stderr).toMatch(/is in use .*stop the server first/);
     } finally {
       await before.close();
     }
@@ -203,5 +200,33 @@ describe.skipIf(!process.env.DATABASE_URL)('chasqui db move-to (PostgreSQL)', ()
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/The target database is not empty \(rows in .*accounts.*\).*nothing was written/);
     expect(await snapshot(target)).toEqual(was);
+  }, 120_000);
+});
+
+describe('chasqui db move-to: what it refuses before writing to PostgreSQL', () => {
+  it('a data directory a server has open ("stop the server first"), one without a database, and a target it cannot reach: exit 1, said plainly, the password never printed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'chasqui-move-'));
+    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+    const unreachable = 'postgres://chasqui:secreto@127.0.0.1:1/chasqui';
+    const running = await startTestApp({ env: { DATA_DIR: dir, DATABASE_URL: `pglite://${dir}/pglite` } });
+    let busy: Run;
+    try {
+      busy = await moveTo(unreachable, dir);
+    } finally {
+      await running.close();
+    }
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toMatch(/pglite is in use \(its postmaster\.pid exists\): stop the server first, PGlite is one process/);
+
+    const empty = mkdtempSync(join(tmpdir(), 'chasqui-move-'));
+    cleanup.push(() => rmSync(empty, { recursive: true, force: true }));
+    const none = await moveTo(unreachable, empty);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/^No embedded database in .*pglite/);
+
+    const stopped = await moveTo(unreachable, dir);
+    expect(stopped.code).toBe(1);
+    expect(stopped.stderr).toMatch(/^Cannot connect to postgres:\/\/chasqui:\*\*\*\*@127\.0\.0\.1:1\/chasqui: .*Create the database first/);
+    expect([busy, none, stopped].map((r) => r.stdout + r.stderr).join()).not.toContain('secreto');
   }, 120_000);
 });
