@@ -2,7 +2,7 @@
 // own system). PGlite from the migrated template by default; a fresh PostgreSQL database per
 // app when DATABASE_URL is set; Redis counters when REDIS_URL is set.
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -218,6 +218,9 @@ export async function startTestApp(opts: StartOptions = {}): Promise<TestApp> {
     ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
     ...opts.env,
   };
+  // A data directory that already holds a database (a restart, a restored copy) opens as it is.
+  const dir = !env.DATABASE_URL ? join(env.DATA_DIR ?? './data', 'pglite') : env.DATABASE_URL.replace(/^(pglite|file):\/\//, '');
+  if (existsSync(join(dir, 'PG_VERSION'))) loadDataDir = undefined;
   // What this app leaves behind: its DATA_DIR, and the database once no app uses it.
   let released = false;
   const release = async () => {

@@ -144,6 +144,17 @@ program
   .command('migrate')
   .description('apply pending database migrations (DATABASE_URL, or PGlite in DATA_DIR) and exit')
   .action(runMigrations);
+program
+  .command('db')
+  .description('move the embedded database to PostgreSQL: db move-to <postgres URL>')
+  .command('move-to')
+  .argument('<url>', 'an empty PostgreSQL database: postgres://user:password@host:5432/db')
+  .description(
+    'copy the embedded database (DATA_DIR/pglite, or DATABASE_URL=pglite:///path) into an empty PostgreSQL database, ' +
+      'all-or-nothing, and compare every table. Stop the server first (PGlite is one process).',
+  )
+  .option('--batch <rows>', 'rows per round trip', '2000')
+  .action(async (url: string, o: { batch: string }) => (await import('../db/move.js')).moveToCommand(url, o));
 operatorCommands(program);
 
 program.parseAsync(process.argv).catch((err: Error) => {
