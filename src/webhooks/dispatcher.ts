@@ -368,7 +368,7 @@ export class WebhookDispatcher implements Dispatcher {
         return;
       }
       const r = batch[0]!;
-      this.s.log.error(
+      this.s.log.warn(
         { err: { message: (err as Error).message }, deliveryId: r.deliveryId },
         'webhook dispatcher: recording an attempt failed',
       );

@@ -168,6 +168,20 @@ describe('webhook deliveries: "after the last try the item is dead" (status dead
     await goneIn404(dead.id);
   });
 
+  it('a dead delivery redelivered from the delivery log (POST …/redeliver) is sent once more and is no longer a dead letter', async () => {
+    const p = await poisonedWebhook();
+    await killDelivery(p);
+    await p.cure();
+    const [dead] = (await deadLetters('webhook_deliveries')).filter((x) => x.itemId === p.deliveryId);
+    const r = await app.admin('POST', `/accounts/${p.acct.id}/webhooks/${p.wh.id}/deliveries/${p.deliveryId}/redeliver`);
+    expect(r.status).toBe(202);
+    await runWebhooks();
+    expect(p.rcv.received).toHaveLength(5);
+    expect((await p.log())[0]).toMatchObject({ id: p.deliveryId, status: 'succeeded' });
+    expect((await deadLetters('webhook_deliveries')).filter((x) => x.itemId === p.deliveryId)).toEqual([]);
+    await goneIn404(dead.id);
+  });
+
   it('DELETE discards a dead delivery: failed in the delivery log, never sent again', async () => {
     const p = await poisonedWebhook();
     await killDelivery(p);
