@@ -45,11 +45,7 @@ const Delivery = z.object({
   id: Uuid,
   eventId: Uuid.describe('The envelope id, sent as webhook-id'),
   event: z.string(),
-  status: z
-    .string()
-    .describe(
-      'pending | succeeded | failed | skipped (not queued: monthly quota used up) | dead (our own failure on every try: a dead letter, GET /admin/v1/dead-letters)',
-    ),
+  status: z.string().describe('pending | succeeded | failed | skipped (not queued: monthly quota used up)'),
   skipReason: z.string().nullable(),
   attempts: z.number().int(),
   lastAttemptAt: Timestamp.nullable(),
