@@ -25,19 +25,22 @@ export const Str = z
   .pipe(z.string().min(1))
   .optional()
   .catch(undefined);
+/** A non-empty string of at most `max` characters (numbers as text); anything else reads as absent. */
+const bounded = (max: number) =>
+  z
+    .union([z.string(), z.number().transform(String)])
+    .transform(storableText)
+    .pipe(z.string().min(1).max(max))
+    .optional()
+    .catch(undefined);
 /** An id Meta gives (a wamid, a phone's wa_id): a longer one than any real id reads as absent. */
-export const Id = z
-  .union([z.string(), z.number().transform(String)])
-  .transform(storableText)
-  .pipe(z.string().min(1).max(MAX_ID_LENGTH))
-  .optional()
-  .catch(undefined);
+export const Id = bounded(MAX_ID_LENGTH);
 /**
  * A short text Meta gives (a type, a status, a template's name, language or category, a profile
  * name): longer than any real one reads as absent, so it never reaches an indexed column (a btree
  * row over ~2.7 kB is a database error, and the batch would fail on every try).
  */
-export const Short = Id;
+export const Short = bounded(MAX_ID_LENGTH);
 /** A list we walk element by element (each element is parsed on its own). */
 export const List = z.array(z.unknown()).catch([]);
 export const loose = <T extends z.core.$ZodLooseShape>(shape: T) =>

@@ -45,7 +45,9 @@ const Delivery = z.object({
   id: Uuid,
   eventId: Uuid.describe('The envelope id, sent as webhook-id'),
   event: z.string(),
-  status: z.string().describe('pending | succeeded | failed | skipped (not queued: monthly quota used up)'),
+  status: z
+    .string()
+    .describe('pending | succeeded | failed | skipped (not queued: monthly quota used up) | dead (failed for our own reason on every try)'),
   skipReason: z.string().nullable(),
   attempts: z.number().int(),
   lastAttemptAt: Timestamp.nullable(),
