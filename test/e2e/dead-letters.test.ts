@@ -10,7 +10,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { LEASE_MS } from '../../src/automations/steps.js';
 import { agentTexts, executionErrors } from '../../src/http/messages.es-AR.js';
+import { newId } from '../../src/lib/ids.js';
 import { leaseMsFor } from '../../src/webhooks/dispatcher.js';
 import { automationsOf } from '../automations.js';
 import { type FakeLlm, startFakeLlm } from '../fakes/llm.js';
@@ -288,6 +290,60 @@ describe('automation executions: dead = failed with automation.failed, the conve
     await runDue();
     expect((await execution(acct, flow.id, x.executionId)).status).toBe('failed');
     await goneIn404(dl.id);
+  });
+});
+
+describe('"a claim that lapses counts" (decisions.md "Dead letters"): an item whose process dies holding it on every try is parked, not tried once more', () => {
+  /** As four processes leave it: claimed four times, the last claim's lease not lapsed yet. */
+  const diedHolding = (table: 'automation_executions' | 'agent_stretches', id: string, leaseMs: number) =>
+    sql`UPDATE ${sql.table(table)} SET tries = 4, claim = ${newId()}, run_at = ${new Date(app.clock.ms() + leaseMs)}
+      WHERE id = ${id}`.execute(app.rt.services.db);
+
+  it('an execution: failed with automation.failed and a dead letter "interrupted"; retried, it completes', async () => {
+    const acct = await app.createAccount();
+    const flow = await createFlow(acct, {
+      name: 'Saludo',
+      trigger: { type: 'keyword', keywords: ['hola'], match: 'exact' },
+      steps: [{ id: 's', type: 'send', text: '¡Hola!' }],
+    });
+    await writes(acct, freshPhone(), 'hola');
+    const [x] = await executions(acct, flow.id);
+    await diedHolding('automation_executions', x.id, LEASE_MS);
+    await runDue();
+    expect((await execution(acct, flow.id, x.id)).status).toBe('running');
+    app.clock.advance(LEASE_MS);
+    await runDue();
+    expect(await execution(acct, flow.id, x.id)).toMatchObject({ status: 'failed', error: executionErrors.ourFailure });
+    expect(await app.events(acct.id, 'automation.failed')).toHaveLength(1);
+    const [dl] = (await deadLetters('executions')).filter((d) => d.itemId === x.id);
+    expect(dl).toMatchObject({ attempts: 5, lastError: expect.stringMatching(/^interrupted/) });
+    await retryOnce(dl.id);
+    await runDue();
+    expect((await execution(acct, flow.id, x.id)).status).toBe('completed');
+  });
+
+  it('a stretch: handed off with agent.handed_off and a dead letter "interrupted", the model never called', async () => {
+    const acct = await app.createAccount();
+    const agent = await app.admin('POST', `/accounts/${acct.id}/agents`, {
+      name: 'Ventas',
+      status: 'active',
+      instructions: 'Vendé yerba.',
+    });
+    await app.admin('PATCH', `/accounts/${acct.id}/phone-numbers/${acct.phoneNumberId}`, { agentId: agent.body.id });
+    const { conversationId } = await writes(acct, freshPhone(), 'Hola');
+    const st = await app.rt.services.db
+      .selectFrom('agent_stretches')
+      .select('id')
+      .where('conversation_id', '=', conversationId)
+      .executeTakeFirstOrThrow();
+    const lease = 3 * app.rt.services.config.LLM_TIMEOUT_MS + 65_000;
+    await diedHolding('agent_stretches', st.id, lease);
+    app.clock.advance(lease);
+    expect((await app.admin('POST', '/jobs/agents/run')).status).toBe(200);
+    expect(llm.requests).toHaveLength(0);
+    expect((await app.events(acct.id, 'agent.handed_off')).map((e) => e.data.summary)).toEqual([agentTexts.ourFailure]);
+    const [dl] = (await deadLetters('agent_turns')).filter((d) => d.itemId === st.id);
+    expect(dl).toMatchObject({ attempts: 5, lastError: expect.stringMatching(/^interrupted/) });
   });
 });
 
