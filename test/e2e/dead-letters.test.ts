@@ -279,6 +279,32 @@ describe('automation executions: dead = failed with automation.failed, the conve
     await goneIn404(dl.id);
   });
 
+  it("retry → 409 while the number's agent answers the conversation (one execution or stretch runs in a conversation)", async () => {
+    const acct = await app.createAccount();
+    const { flow, cure } = await poisonedFlow(acct);
+    const agent = await app.admin('POST', `/accounts/${acct.id}/agents`, {
+      name: 'Ventas',
+      status: 'active',
+      instructions: 'Vendé yerba.',
+    });
+    await app.admin('PATCH', `/accounts/${acct.id}/phone-numbers/${acct.phoneNumberId}`, { agentId: agent.body.id });
+    const phone = freshPhone();
+    const x = await killExecution(acct, flow.id, phone);
+    const [dl] = (await deadLetters('executions')).filter((d) => d.itemId === x.executionId);
+    // The conversation is free: the number's agent takes the customer's next message.
+    await writes(acct, phone, 'hola');
+    const handling = (await acct.call('GET', `/conversations/${x.conversationId}`)).body.handling;
+    expect(handling).toMatchObject({ type: 'agent', id: agent.body.id });
+    await cure();
+    const busy = await app.admin('POST', `/dead-letters/${dl.id}/retry`);
+    expect(busy.status).toBe(409);
+    expect(busy.body.error).toMatch(/o agente en curso/);
+    expect((await execution(acct, flow.id, x.executionId)).status).toBe('failed');
+    expect((await acct.call('GET', `/conversations/${x.conversationId}`)).body.handling).toMatchObject({ type: 'agent' });
+    // The agent answers (nothing of this test left due for the next ones).
+    expect((await app.admin('POST', '/jobs/agents/run')).status).toBe(200);
+  });
+
   it('DELETE discards a dead execution: it stays failed, not run again', async () => {
     const acct = await app.createAccount();
     const { flow, cure } = await poisonedFlow(acct);
