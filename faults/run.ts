@@ -16,6 +16,9 @@
 //    3 s → after the restart the campaign completes, 0 recipients reached twice, counters exact.
 // 10. The WhatsApp Cloud receiver (faults/receiver-kill.ts): SIGKILL right after some 200s with
 //    batches queued → every acknowledged message stored once after the restart, none twice.
+// 11. A poison batch on the Cloud receiver (faults/poison-batch.ts): one batch failing on every try
+//    for our own reason among batches of 200 customers → exactly one dead letter after
+//    QUEUE_RETRY_SCHEDULE, 0 customers held, nothing else lost; retried after the fix, stored once.
 // `FAULTS_ONLY=automations` (or any comma-separated list of the names in main) runs some only.
 // Each prints a one-line verdict with its numbers; docs/reliability.md records them.
 // PostgreSQL and Redis "go away" through a cuttable TCP proxy (faults/proxy.ts): to the server
@@ -30,6 +33,7 @@ import { campaignsKill } from './campaigns-kill.js';
 import { fuzzOpenApi } from './fuzz.js';
 import { hostileClients } from './hostile-clients.js';
 import { fuzzInstagram } from './instagram-fuzz.js';
+import { POISON_SCHEDULE, poisonBatch } from './poison-batch.js';
 import { CuttableProxy } from './proxy.js';
 import { receiverKill } from './receiver-kill.js';
 
@@ -347,6 +351,16 @@ async function cloudReceiverKill() {
   }
 }
 
+async function poison() {
+  const { db, env } = await setup('poison', { QUEUE_RETRY_SCHEDULE: POISON_SCHEDULE });
+  try {
+    const r = await poisonBatch(env);
+    verdict(r.ok, r.line);
+  } finally {
+    await db.drop();
+  }
+}
+
 async function agents() {
   for (const [tag, fn] of [
     ['agentsdown', agentsModelDown],
@@ -378,6 +392,7 @@ async function main() {
     ['agents', agents],
     ['campaigns', campaigns],
     ['receiver-kill', cloudReceiverKill],
+    ['poison', poison],
   ];
   for (const [name, fn] of tests) {
     if (only && !only.includes(name)) continue;

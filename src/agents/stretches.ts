@@ -199,8 +199,8 @@ export async function endStretchByTeam(trx: Trx, conversationId: string, now: Da
 /**
  * Operator's retry of a stretch parked as a dead letter (admin/dead-letters.ts): running again and
  * due now, with its tries counted afresh, the conversation handled by its agent; its next turn
- * answers what the customer wrote since the last answer. False when another stretch runs in the
- * conversation, or it is not an ended one (the caller answers 409).
+ * answers what the customer wrote since the last answer. False when another stretch or an
+ * execution runs in the conversation, or it is not an ended one (the caller answers 409).
  */
 export async function reviveStretch(trx: Trx, itemId: string, now: Date): Promise<boolean> {
   const row = await trx
@@ -220,14 +220,23 @@ export async function reviveStretch(trx: Trx, itemId: string, now: Date): Promis
     })
     .where('st.id', '=', itemId)
     .where('st.status', '=', 'ended')
-    .where(({ not, exists, selectFrom }) =>
+    // One execution or agent stretch runs in a conversation (automations/triggers.ts).
+    .where(({ not, exists, or, selectFrom }) =>
       not(
-        exists(
-          selectFrom('agent_stretches as o')
-            .select('o.id')
-            .whereRef('o.conversation_id', '=', 'st.conversation_id')
-            .where('o.status', '=', 'running'),
-        ),
+        or([
+          exists(
+            selectFrom('agent_stretches as o')
+              .select('o.id')
+              .whereRef('o.conversation_id', '=', 'st.conversation_id')
+              .where('o.status', '=', 'running'),
+          ),
+          exists(
+            selectFrom('automation_executions as e')
+              .select('e.id')
+              .whereRef('e.conversation_id', '=', 'st.conversation_id')
+              .where('e.status', '=', 'running'),
+          ),
+        ]),
       ),
     )
     .returning(['st.conversation_id', 'st.agent_id'])

@@ -89,11 +89,11 @@ export async function runStretch(s: Services, claimed: ClaimedStretch, stopping:
         () => 1,
         () => 1,
       );
-    const answered = x.c.turn?.inbound_until ?? x.c.row.answered_until;
     const now = s.clock.now();
+    // Due at the back-off, not at once: the message the failed turn was for is still unanswered.
     await update(s.db, x, {
       claim: null,
-      run_at: dueAgainSql(x, now, answered, at),
+      run_at: at,
       tries: x.c.row.tries,
       failed_at: x.c.row.failed_at ?? now,
       last_error: error,

@@ -173,7 +173,7 @@ async function die(c: Ctx, error: string): Promise<void> {
  * Operator's retry of a dead execution (admin/dead-letters.ts): running again from the step where
  * it stopped, due now, with its tries counted afresh and the conversation handled by the
  * automation. False when it is not failed any more, or its conversation has another running
- * execution (the caller answers 409).
+ * execution or an agent's running stretch (the caller answers 409).
  */
 export async function reviveExecution(trx: Trx, itemId: string, now: Date): Promise<boolean> {
   const row = await trx
@@ -191,14 +191,23 @@ export async function reviveExecution(trx: Trx, itemId: string, now: Date): Prom
     })
     .where('e.id', '=', itemId)
     .where('e.status', '=', 'failed')
-    .where(({ not, exists, selectFrom }) =>
+    // One execution or agent stretch runs in a conversation (automations/triggers.ts).
+    .where(({ not, exists, or, selectFrom }) =>
       not(
-        exists(
-          selectFrom('automation_executions as o')
-            .select('o.id')
-            .whereRef('o.conversation_id', '=', 'e.conversation_id')
-            .where('o.status', '=', 'running'),
-        ),
+        or([
+          exists(
+            selectFrom('automation_executions as o')
+              .select('o.id')
+              .whereRef('o.conversation_id', '=', 'e.conversation_id')
+              .where('o.status', '=', 'running'),
+          ),
+          exists(
+            selectFrom('agent_stretches as st')
+              .select('st.id')
+              .whereRef('st.conversation_id', '=', 'e.conversation_id')
+              .where('st.status', '=', 'running'),
+          ),
+        ]),
       ),
     )
     .returning(['e.conversation_id', 'e.automation_id'])

@@ -73,6 +73,14 @@ export async function recordDeath(trx: Executor, d: Death, now: Date): Promise<v
       died_at = EXCLUDED.died_at, first_failed_at = EXCLUDED.first_failed_at, account_id = EXCLUDED.account_id`.execute(trx);
 }
 
+/**
+ * A parked item its own queue put back outside the dead-letters API (a webhook delivery redelivered
+ * from the delivery log): its dead letter goes with it, in the same transaction.
+ */
+export async function forgetDeath(trx: Executor, queue: QueueName, itemId: string): Promise<void> {
+  await sql`DELETE FROM dead_letters WHERE queue = ${queue} AND item_id = ${itemId}`.execute(trx);
+}
+
 /** The one error line of a death (after its commit). */
 export function logDeath(s: Services, d: Pick<Death, 'queue' | 'itemId' | 'attempts' | 'lastError'>): void {
   s.log.error(

@@ -59,7 +59,14 @@ export async function claimDue(db: Db, now: Date, leaseUntil: Date, n: number, s
  * WEBHOOK_RETRY_SCHEDULE): due again at `at`, or, when `at` is null (its last try), parked as `dead`
  * with a dead letter. Only the holder of the lease moves it. Returns whether it died.
  */
-export async function failDelivery(db: Db, c: Claimed, lease: Date, error: string, at: Date | null, now: Date): Promise<boolean> {
+export async function failDelivery(
+  db: Db,
+  c: Pick<Claimed, 'id' | 'account_id' | 'tries'>,
+  lease: Date,
+  error: string,
+  at: Date | null,
+  now: Date,
+): Promise<boolean> {
   if (at) {
     await sql`
       UPDATE webhook_deliveries SET lease_until = NULL, next_attempt_at = ${at}, failed_at = COALESCE(failed_at, ${now}),
@@ -133,6 +140,8 @@ export interface AttemptResult {
   /** 410 Gone: the receiver asked us to stop. */
   gone: boolean;
   accountId: string;
+  /** The delivery's claims since its last recorded attempt (Claimed.tries): our own failures to record this one count too. */
+  tries: number;
   /**
    * The quota month (its start) this delivery counts in when its first attempt is recorded;
    * null when it was counted as it was queued (accounts with a delivery limit).

@@ -298,7 +298,7 @@ export class WebhookDispatcher implements Dispatcher {
   }
 
   /** Our own failure on a claimed delivery: due again by QUEUE_RETRY_SCHEDULE, or dead after its last try. */
-  private async failOurs(c: Claimed, lease: Date, error: string, lapsed: boolean): Promise<void> {
+  private async failOurs(c: Pick<Claimed, 'id' | 'account_id' | 'tries'>, lease: Date, error: string, lapsed: boolean): Promise<void> {
     try {
       const died = await failDelivery(this.db, c, lease, error, lapsed ? null : retryAt(this.s, c.tries), this.s.clock.now());
       if (died) logDeath(this.s, { queue: 'webhook_deliveries', itemId: c.id, attempts: c.tries, lastError: error });
@@ -326,6 +326,7 @@ export class WebhookDispatcher implements Dispatcher {
       error: out.error,
       gone,
       accountId: c.account_id,
+      tries: c.tries,
       countIn: countsAtFirstAttempt(c.plan, c.limits) ? quotaPeriod(new Date(c.queued_at)).start : null,
     };
     if (ok) return { ...base, status: 'succeeded', nextAttemptAt: null };
@@ -348,13 +349,30 @@ export class WebhookDispatcher implements Dispatcher {
   private async flushLoop(): Promise<void> {
     while (this.pending.length > 0) {
       if (this.pending.length < FLUSH_BATCH) await new Promise((r) => setTimeout(r, FLUSH_WAIT_MS));
-      const batch = this.pending.splice(0, FLUSH_BATCH);
-      try {
-        await recordAttempts(this.db, batch, this.s.clock.now());
-      } catch (err) {
-        // The leases expire and the deliveries are attempted again: at-least-once.
-        this.s.log.error({ err: { message: (err as Error).message }, n: batch.length }, 'webhook dispatcher: recording attempts failed');
+      await this.record(this.pending.splice(0, FLUSH_BATCH));
+    }
+  }
+
+  /**
+   * Records finished attempts. A batch that fails is recorded one by one, so one attempt that
+   * cannot be recorded does not fail the others; that one is our own failure: tried again on
+   * QUEUE_RETRY_SCHEDULE (sent again: at-least-once), then dead. When even that cannot be written
+   * (the database is down), the leases expire and the deliveries are claimed again.
+   */
+  private async record(batch: AttemptResult[]): Promise<void> {
+    try {
+      await recordAttempts(this.db, batch, this.s.clock.now());
+    } catch (err) {
+      if (batch.length > 1) {
+        for (const r of batch) await this.record([r]);
+        return;
       }
+      const r = batch[0]!;
+      this.s.log.warn(
+        { err: { message: (err as Error).message }, deliveryId: r.deliveryId },
+        'webhook dispatcher: recording an attempt failed',
+      );
+      await this.failOurs({ id: r.deliveryId, account_id: r.accountId, tries: r.tries }, r.lease, describeFailure(err), false);
     }
   }
 

@@ -4,6 +4,7 @@ import type { Db, Executor } from '../db/index.js';
 import type { AccountRow, DeliveryRow, WebhookRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { iso } from '../http/schemas.js';
+import { forgetDeath } from '../jobs/dead-letters.js';
 import { newId } from '../lib/ids.js';
 import { effectiveLimits, suggestPlan } from '../limits/plans.js';
 import type { Services } from '../services.js';
@@ -249,9 +250,13 @@ export async function redeliver(s: Services, accountId: string, webhookId: strin
   const d = await getDelivery(s.db, accountId, webhookId, id);
   if (d.status === 'skipped') throw new ApiError('delivery_skipped');
   const now = s.clock.now();
-  await sql`
-    UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ${now}, next_trigger = 'manual',
-      schedule_start = attempts, lease_until = NULL, updated_at = ${now}
-    WHERE id = ${d.id}`.execute(s.db);
+  await s.db.transaction().execute(async (trx) => {
+    // Our own failures count afresh; a dead one is no longer a dead letter.
+    await sql`
+      UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ${now}, next_trigger = 'manual',
+        schedule_start = attempts, lease_until = NULL, tries = 0, failed_at = NULL, last_error = NULL, updated_at = ${now}
+      WHERE id = ${d.id}`.execute(trx);
+    if (d.status === 'dead') await forgetDeath(trx, 'webhook_deliveries', d.id);
+  });
   s.dispatcher.wake();
 }
