@@ -64,7 +64,7 @@ export async function runStretch(s: Services, claimed: ClaimedStretch, stopping:
     // Claimed more often than QUEUE_RETRY_SCHEDULE allows without a step done: its process died
     // (or hung) each time. It hands off, as a dead letter, instead of a try more.
     if (claimed.row.tries > maxTries(s)) {
-      await die(x, claimed.row.last_error ?? LAPSED);
+      await die(x, claimed.row.last_error ?? LAPSED, claimed.row.tries - 1);
       return 1;
     }
     if (stopping()) {
@@ -106,7 +106,7 @@ export async function runStretch(s: Services, claimed: ClaimedStretch, stopping:
  * Our own failure on every try: the stretch hands the conversation to the team ("El agente no
  * pudo seguir…", agent.handed_off) and a dead letter records it in the same transaction.
  */
-async function die(x: Ctx, error: string): Promise<void> {
+async function die(x: Ctx, error: string, tries = x.c.row.tries): Promise<void> {
   const { row } = x.c;
   const now = x.s.clock.now();
   const ended = await transaction(x.s.db, async (trx) => {
@@ -126,7 +126,7 @@ async function die(x: Ctx, error: string): Promise<void> {
           itemId: row.id,
           accountId: row.account_id,
           firstFailedAt: row.failed_at ?? now,
-          attempts: row.tries,
+          attempts: tries,
           lastError: error,
         },
         now,
@@ -134,7 +134,7 @@ async function die(x: Ctx, error: string): Promise<void> {
     return e;
   });
   if (!ended) return;
-  logDeath(x.s, { queue: 'agent_turns', itemId: row.id, attempts: row.tries, lastError: error });
+  logDeath(x.s, { queue: 'agent_turns', itemId: row.id, attempts: tries, lastError: error });
   x.s.dispatcher.wake();
   wakeReviews(x.s);
 }

@@ -97,7 +97,7 @@ export async function advance(s: Services, agent: Agent, claimed: Claimed, stopp
     // Claimed more often than QUEUE_RETRY_SCHEDULE allows without a step done: its process died (or
     // hung) each time. It ends failed, as a dead letter, instead of a try more.
     if (c.row.tries > maxTries(s)) {
-      await die(c, c.row.last_error ?? LAPSED);
+      await die(c, c.row.last_error ?? LAPSED, c.row.tries - 1);
       return 1;
     }
     if (c.row.effect_step) {
@@ -158,8 +158,7 @@ export async function advance(s: Services, agent: Agent, claimed: Claimed, stopp
  * Our own failure on every try: the execution ends `failed` (automation.failed, the conversation
  * freed) and a dead letter records it in the same transaction; the operator may retry it.
  */
-async function die(c: Ctx, error: string): Promise<void> {
-  const tries = c.row.tries;
+async function die(c: Ctx, error: string, tries = c.row.tries): Promise<void> {
   const firstFailedAt = c.row.failed_at ?? c.s.clock.now();
   await end(c, {
     status: 'failed',

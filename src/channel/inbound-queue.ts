@@ -130,7 +130,8 @@ export class InboundWorker {
     // Claimed more often than the schedule allows without an outcome: the process died (or hung)
     // holding it each time. It is not tried once more.
     if (row.attempts > maxTries(this.s)) {
-      await this.outcome(row, { failed: 1, error: row.last_error ?? LAPSED }, true);
+      // The claim that finds it so is not a try: the tries made are one fewer.
+      await this.outcome({ ...row, attempts: row.attempts - 1 }, { failed: 1, error: row.last_error ?? LAPSED }, true);
       return 1;
     }
     let result: { failed: number; error?: string | undefined };

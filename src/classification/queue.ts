@@ -179,7 +179,7 @@ async function decide(s: Services, catalogue: ReasonRow[], texts: string[]): Pro
 async function classifyRow(s: Services, row: Claimed): Promise<number> {
   // Claimed more often than the schedule allows without an outcome: its process died (or hung) each time.
   if (row.attempts > maxTries(s)) {
-    await failed(s, row, row.last_error ?? LAPSED, true);
+    await failed(s, { ...row, attempts: row.attempts - 1 }, row.last_error ?? LAPSED, true);
     return 0;
   }
   const c = await s.db

@@ -209,7 +209,7 @@ export class WebhookDispatcher implements Dispatcher {
       // Claimed more often than QUEUE_RETRY_SCHEDULE allows with no attempt recorded (the process
       // died or hung holding it, or recording failed): parked, not sent once more.
       if (c.tries > maxTries(this.s)) {
-        dying.push(this.failOurs(c, lease, c.last_error ?? LAPSED, true));
+        dying.push(this.failOurs({ ...c, tries: c.tries - 1 }, lease, c.last_error ?? LAPSED, true));
         continue;
       }
       if (this.stopping) {

@@ -342,7 +342,7 @@ describe('"a claim that lapses counts" (decisions.md "Dead letters"): an item wh
     expect(await execution(acct, flow.id, x.id)).toMatchObject({ status: 'failed', error: executionErrors.ourFailure });
     expect(await app.events(acct.id, 'automation.failed')).toHaveLength(1);
     const [dl] = (await deadLetters('executions')).filter((d) => d.itemId === x.id);
-    expect(dl).toMatchObject({ attempts: 5, lastError: expect.stringMatching(/^interrupted/) });
+    expect(dl).toMatchObject({ attempts: 4, lastError: expect.stringMatching(/^interrupted/) });
     await retryOnce(dl.id);
     await runDue();
     expect((await execution(acct, flow.id, x.id)).status).toBe('completed');
@@ -369,7 +369,7 @@ describe('"a claim that lapses counts" (decisions.md "Dead letters"): an item wh
     expect(llm.requests).toHaveLength(0);
     expect((await app.events(acct.id, 'agent.handed_off')).map((e) => e.data.summary)).toEqual([agentTexts.ourFailure]);
     const [dl] = (await deadLetters('agent_turns')).filter((d) => d.itemId === st.id);
-    expect(dl).toMatchObject({ attempts: 5, lastError: expect.stringMatching(/^interrupted/) });
+    expect(dl).toMatchObject({ attempts: 4, lastError: expect.stringMatching(/^interrupted/) });
   });
 });
 
