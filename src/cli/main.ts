@@ -8,7 +8,6 @@ import type { Runtime } from '../runtime.js';
 import type { DemoSeed } from '../seed.js';
 import { operatorCommands } from './operator.js';
 
-const DEFAULT_URL = 'http://127.0.0.1:3000';
 /** After SIGTERM, in-flight requests and workers get this long before the process exits anyway. */
 const FORCE_EXIT_MS = 20_000;
 
@@ -18,6 +17,23 @@ function reachable(address: string): string {
 }
 
 const sq = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
+/** A shell word: as is when it needs no quoting. */
+const word = (s: string): string => (/^[\w@%+=:,./-]+$/.test(s) ? s : sq(s));
+
+/**
+ * `npx chasqui` as it must be typed, in another terminal, to reach this server: the CLI finds it
+ * at CHASQUI_URL, else http://127.0.0.1:$PORT (3000), and its token in $DATA_DIR/admin-token
+ * (./data) unless ADMIN_TOKEN is set (operator.ts). What differs from those defaults is prefixed.
+ */
+function cliCommand(base: string, config: Config): string {
+  const env: string[] = [];
+  const url = new URL(base);
+  const fromPort = !process.env.CHASQUI_URL && url.hostname === '127.0.0.1' && url.protocol === 'http:' && url.pathname === '/';
+  if (!fromPort && process.env.CHASQUI_URL !== base) env.push(`CHASQUI_URL=${word(base)}`);
+  else if (fromPort && (url.port || '80') !== '3000') env.push(`PORT=${url.port || '80'}`);
+  if (!config.ADMIN_TOKEN && config.DATA_DIR !== './data') env.push(`DATA_DIR=${word(config.DATA_DIR)}`);
+  return [...env, 'npx chasqui'].join(' ');
+}
 
 /** The start banner: where it listens, the operator token, the demo key with curl lines, or how to get a key. */
 function banner(
@@ -49,23 +65,18 @@ function banner(
     );
   } else if (existing) {
     // Keys are stored only as hashes: the key printed at the first start cannot be shown again.
-    const env = [
-      ...(config.ADMIN_TOKEN || config.DATA_DIR === './data' ? [] : [`DATA_DIR=${config.DATA_DIR}`]),
-      ...(process.env.CHASQUI_URL && process.env.CHASQUI_URL !== base ? [`CHASQUI_URL=${base}`] : []),
-    ];
-    const url = base === DEFAULT_URL ? '' : ` --url ${base}`;
     const token = config.ADMIN_TOKEN ? '$ADMIN_TOKEN' : adminToken;
     lines.push(
       '',
       `Need an API key? Keys are shown only when created. Make a new one for "${existing.name}" (${existing.id}):`,
-      `  ${[...env, 'npx chasqui'].join(' ')} keys create ${existing.id} mi-integracion${url}`,
+      `  ${cliCommand(base, config)} keys create ${existing.id} mi-integracion`,
       `  curl -s -X POST ${base}/admin/v1/accounts/${existing.id}/keys -H "Authorization: Bearer ${token}" -H 'Content-Type: application/json' -d '{"name": "mi-integracion"}'`,
-      `Other accounts: npx chasqui accounts list${url}`,
+      `Other accounts: ${cliCommand(base, config)} accounts list`,
     );
   } else {
     lines.push(
       '',
-      `No accounts yet. Create one: npx chasqui accounts create "Mi empresa" --plan escala (then keys create and numbers add).`,
+      `No accounts yet. Create one: ${cliCommand(base, config)} accounts create "Mi empresa" --plan escala (then keys create and numbers add).`,
     );
   }
   return `${lines.join('\n')}\n`;

@@ -156,8 +156,19 @@ const q = (params: Record<string, string | number | undefined>): string => {
 
 export function operatorCommands(program: Command): void {
   program
-    .option('--url <url>', 'server of the operator commands (default: CHASQUI_URL or http://127.0.0.1:3000)')
-    .option('--token <token>', 'operator token (default: ADMIN_TOKEN or DATA_DIR/admin-token)');
+    .option('--url <url>', 'server of the operator commands (default: CHASQUI_URL, else http://127.0.0.1:$PORT)')
+    .option('--token <token>', 'operator token (default: ADMIN_TOKEN, else the file $DATA_DIR/admin-token)')
+    .addHelpText(
+      'after',
+      `
+Environment (read by serve and by the operator commands alike):
+  PORT         the server's port (default 3000); operator commands call http://127.0.0.1:$PORT
+  DATA_DIR     the embedded database and the operator token file admin-token (default ./data)
+  CHASQUI_URL  the server of the operator commands, when it is not http://127.0.0.1:$PORT
+  ADMIN_TOKEN  the operator token, instead of the file $DATA_DIR/admin-token
+A server started with another PORT or DATA_DIR needs the same for its operator commands:
+  PORT=3001 DATA_DIR=/tmp/chasqui npx chasqui accounts list`,
+    );
 
   const accounts = program.command('accounts').description('operator: accounts');
   accounts

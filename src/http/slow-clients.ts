@@ -61,17 +61,21 @@ const hasBody = (h: IncomingHttpHeaders): boolean =>
   h['transfer-encoding'] !== undefined || (h['content-length'] !== undefined && h['content-length'] !== '0');
 
 /**
- * A body not complete `ms` after its headers: 408 (when nothing was answered yet) and closed. It
- * starts before the key is checked, so it holds with or without one. The request's own stream then
- * fails as aborted, which the error handler logs at debug.
+ * A body not complete `ms` after its headers, once what its socket holds is read: 408 (when nothing
+ * was answered yet) and closed. It starts before the key is checked, so it holds with or without
+ * one. The request's own stream then fails as aborted, which the error handler logs at debug.
  */
 export function watchBody(req: FastifyRequest, reply: FastifyReply, ms: number): void {
   const raw = req.raw;
   if (!hasBody(raw.headers) || raw.complete) return;
   const timer = setTimeout(() => {
-    if (raw.complete) return;
-    req.log.debug('request body not complete in time');
-    answerAndClose(raw.socket, 'request_timeout', req.id, reply.raw.headersSent);
+    // Judged after this turn's I/O: timers run before sockets are read, so a body that arrived
+    // while the process was busy past the deadline is read first, not refused.
+    setImmediate(() => {
+      if (raw.complete) return;
+      req.log.debug('request body not complete in time');
+      answerAndClose(raw.socket, 'request_timeout', req.id, reply.raw.headersSent);
+    });
   }, ms);
   timer.unref();
   raw.once('close', () => clearTimeout(timer));

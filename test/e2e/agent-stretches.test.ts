@@ -172,8 +172,12 @@ describe('"goal_reached({data, summary}) — data keeps only the goal\'s field n
       },
     ]);
     const { conversationId, contactId } = await writes(acct, customer, 'Quiero 2 Amanda de 1 kg');
-    const openCaseId = (await conversation(acct, conversationId)).openCaseId;
     await runAgents();
+    // The case the message opened: its case.opened was written with the inbound message. The
+    // conversation's openCaseId cannot tell: the agent's turn may have closed the case already.
+    const opened = await app.events(acct.id, 'case.opened');
+    expect(opened.map((e) => e.data.conversationId)).toEqual([conversationId]);
+    const openCaseId = opened[0]!.data.id;
 
     const events = await app.events(acct.id, 'agent.goal_reached');
     expect(events.map((e) => e.data)).toEqual([

@@ -67,6 +67,28 @@ function cli(args: string[], env: Record<string, string>): Promise<Run> {
   });
 }
 
+const sq = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+let npxDir: string | undefined;
+/** A folder holding an `npx` that runs this CLI on the Node under test: `npx chasqui …` → CLI. */
+function npxShim(): string {
+  if (npxDir) return npxDir;
+  npxDir = tempDir('chasqui-npx-');
+  const run = [process.execPath, ...CLI].map(sq).join(' ');
+  writeFileSync(join(npxDir, 'npx'), `#!/bin/sh\n[ "$1" = chasqui ] || exit 127\nshift\nexec ${run} "$@"\n`, { mode: 0o755 });
+  return npxDir;
+}
+
+/** Runs a printed command line as a person pastes it in another terminal: sh, its env prefix, its quoting. */
+function runPrinted(line: string): Promise<Run> {
+  const env = cleanEnv({});
+  env.PATH = `${npxShim()}:${env.PATH}`;
+  return new Promise((resolve) => {
+    execFile('sh', ['-c', line], { cwd: ROOT, env, timeout: 30_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
 interface Server_ {
   proc: ChildProcess;
   out: () => string;
@@ -291,18 +313,21 @@ describe('npm start: first start on an empty DATA_DIR, restart, SIGTERM', () => 
       const base2 = again.banner.match(/listening on (http:\/\/\S+)/)![1]!;
       const hint = again.banner.split('\n').find((l) => /npx chasqui keys create/.test(l))!;
       expect(hint).toContain(`keys create ${demoAccountId} `);
-      // Run the hint as printed (its env prefix and flags), through our CLI.
-      const words = hint.trim().split(/\s+/);
-      const envPrefix = Object.fromEntries(words.filter((w) => /^[A-Z_]+=/.test(w)).map((w) => w.split('=', 2) as [string, string]));
-      const args = words.slice(words.indexOf('chasqui') + 1);
-      const made = await cli(args, envPrefix);
+      // Another PORT and DATA_DIR than the CLI's defaults: the printed commands carry them.
+      const prefix = `PORT=${new URL(base2).port} DATA_DIR=${dataDir} npx chasqui`;
+      expect(hint.trim()).toBe(`${prefix} keys create ${demoAccountId} mi-integracion`);
+      // Run the hint as printed (its env prefix), in a shell with none of the server's environment.
+      const made = await runPrinted(hint.trim());
       expect(made.code, made.stderr).toBe(0);
       const newKey = JSON.parse(made.stdout).key as string;
       expect(newKey).toMatch(/^etk_live_/);
       const me = await api(base2, newKey, 'GET', '/me');
       expect(me.status).toBe(200);
       expect(me.body.id).toBe(demoAccountId);
-      const accounts = await cli(['accounts', 'list', '--url', base2], { DATA_DIR: dataDir });
+      const others = again.banner.match(/^Other accounts: (.*)$/m)![1]!;
+      expect(others).toBe(`${prefix} accounts list`);
+      const accounts = await runPrinted(others);
+      expect(accounts.code, accounts.stderr).toBe(0);
       expect(JSON.parse(accounts.stdout).data).toHaveLength(1);
       // The curl alternative of the hint works too.
       const curlHint = again.banner.split('\n').find((l) => l.trim().startsWith('curl -s -X POST'))!;
@@ -315,7 +340,43 @@ describe('npm start: first start on an empty DATA_DIR, restart, SIGTERM', () => 
   }, 90_000);
 });
 
+describe('an empty DATA_DIR without the demo, and --help (another PORT and DATA_DIR than the defaults)', () => {
+  it('the banner\'s "Create one:" command works as printed: it carries PORT and DATA_DIR', async () => {
+    const dataDir = tempDir('chasqui-empty-');
+    const server = await serve({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', SEED_DEMO: 'off' }, /No accounts yet.*\n/);
+    try {
+      const port = new URL(server.banner.match(/listening on (http:\/\/\S+)/)![1]!).port;
+      const create = server.banner.match(/Create one: (.*) \(then keys create and numbers add\)\.$/m)![1]!;
+      expect(create).toBe(`PORT=${port} DATA_DIR=${dataDir} npx chasqui accounts create "Mi empresa" --plan escala`);
+      const made = await runPrinted(create);
+      expect(made.code, made.stderr).toBe(0);
+      expect(JSON.parse(made.stdout)).toMatchObject({ name: 'Mi empresa', plan: 'escala' });
+    } finally {
+      server.proc.kill('SIGTERM');
+      expect(await server.exited).toBe(0);
+    }
+  }, 90_000);
+
+  it('--help says where the operator commands find the server and the token: PORT, DATA_DIR, CHASQUI_URL, ADMIN_TOKEN', async () => {
+    const help = await cli(['--help'], {});
+    expect(help.code, help.stderr).toBe(0);
+    expect(help.stdout).toContain('http://127.0.0.1:$PORT');
+    expect(help.stdout).toMatch(/^ {2}PORT +the server's port \(default 3000\)/m);
+    expect(help.stdout).toMatch(/^ {2}DATA_DIR +.*admin-token \(default \.\/data\)/m);
+    expect(help.stdout).toMatch(/^ {2}CHASQUI_URL /m);
+    expect(help.stdout).toMatch(/^ {2}ADMIN_TOKEN /m);
+    expect(help.stdout).toContain('PORT=3001 DATA_DIR=/tmp/chasqui npx chasqui accounts list');
+  });
+});
+
 describe('npm start under a process manager', () => {
+  it("the `node` on PATH (what `npm start` runs) is the Node running the tests (CI's Node 24 run puts its bin first)", async () => {
+    const version = await new Promise<string>((resolve, reject) =>
+      execFile('node', ['--version'], { env: cleanEnv({}) }, (err, stdout) => (err ? reject(err) : resolve(stdout.trim()))),
+    );
+    expect(version).toBe(process.version);
+  });
+
   it('SIGTERM sent to `npm start` reaches the server: it shuts down and its port closes (the script execs Node)', async () => {
     const dataDir = tempDir('chasqui-npm-start-');
     // Exactly what a user runs: the prestart build (a few seconds), then the server.

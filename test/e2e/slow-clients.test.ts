@@ -5,7 +5,7 @@ import { connect, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { textFor } from '../../src/http/messages.es-AR.js';
-import { startTestApp, type TestAccount, type TestApp } from '../harness.js';
+import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 const HEADERS_MS = 400;
 const BODY_MS = 600;
@@ -104,6 +104,36 @@ describe('"a body not complete 30 s after its headers is answered 408 and closed
     expectErrorShape(a, 404, 'route_not_found');
     expect(a.closedAfterMs).toBeGreaterThanOrEqual(BODY_MS - 50);
     expect(a.closedAfterMs).toBeLessThan(BODY_MS + SLACK_MS);
+  });
+});
+
+describe('a busy process refuses no body that reached it in time (decisions.md "Slow clients")', () => {
+  it('a body waiting in the socket while the process was busy past BODY_TIMEOUT_MS is read, not answered 408', async () => {
+    const body = JSON.stringify({ phone: freshPhone(), name: 'Demorada' });
+    const s = await open();
+    let answer = '';
+    s.on('data', (c: Buffer) => {
+      answer += c;
+    });
+    s.on('error', () => {});
+    const closed = new Promise((resolve) => s.once('close', resolve));
+    const head = contactPost(`Bearer ${acc.key}`, Buffer.byteLength(body));
+    s.write(head.replace(/\r\n\r\n$/, '\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n'));
+    // The server has the headers (it says 100 Continue): the body's clock runs.
+    await until(() => answer.includes('100 Continue'));
+    // The body is sent, then the process (the server runs in it) is busy past the body's deadline
+    // with the body in its socket: a stalled event loop, as on a loaded machine. After this turn's
+    // I/O, so the next turn starts with the due timers.
+    setImmediate(() => {
+      s.write(body);
+      const busyUntil = performance.now() + BODY_MS + 200;
+      while (performance.now() < busyUntil) {
+        // busy
+      }
+    });
+    await closed;
+    expect(answer).toMatch(/HTTP\/1\.1 201 Created/);
+    expect(answer).toContain('"name":"Demorada"');
   });
 });
 

@@ -41,7 +41,7 @@ async function scenario(dbEnv: Record<string, string>) {
   };
   const r: Receiver = await startReceiver({ hang: true });
   cleanup.push(() => r.close());
-  const first = await spawnServer(env, (fn) => cleanup.push(fn), 30_000);
+  const first = await spawnServer(env, (fn) => cleanup.push(fn));
   const admin = (base: string, method: string, path: string, body?: unknown) =>
     request(`${base}/admin/v1${path}`, method, body, { authorization: `Bearer ${ADMIN_TOKEN}` });
   const created = await admin(first.url, 'POST', '/accounts', { name: 'Kill', plan: 'escala' });
