@@ -95,6 +95,18 @@ export class RedisLink {
     return this.o.now() >= this.skipUntil;
   }
 
+  /** Readiness (GET /readyz): Redis answers a PING now, once the first contact settled; no outage handling. */
+  async answers(): Promise<boolean> {
+    if (this.closed) return false;
+    if (this.connection.status !== 'ready') await this.firstContact;
+    try {
+      await this.connection.ping();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** The owner is closing: no more outage lines. */
   closing(): void {
     this.closed = true;
