@@ -131,6 +131,26 @@ describe('GET /metrics: counted where the work happens', () => {
     expect(delta('chasqui_messages_sent_total', { channel: 'whatsapp', provider: 'sandbox' })).toBe(0);
   });
 
+  it('"kind ours = throughput busy": sends that found no slot of their number within 2 s (tier 1) count failed ours; those that went out, sent', async () => {
+    const acc = await app.createAccount();
+    const tier = await app.admin('PATCH', `/accounts/${acc.id}/phone-numbers/${acc.phoneNumberId}`, { throughputPerSecond: 1 });
+    expect(tier.status).toBe(200);
+    const to = await openConversation(acc);
+    const first = await scrape();
+    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => acc.call('POST', '/messages', { to, text: `Aviso ${i}` })));
+    const ok = answers.filter((r) => r.status === 201).length;
+    const busy = answers.filter((r) => r.status === 429).length;
+    expect(ok + busy).toBe(5);
+    expect(busy).toBeGreaterThanOrEqual(1);
+    const last = await scrape();
+    const delta = (name: string, labels: Record<string, string>) =>
+      value(last.families, name, labels) - value(first.families, name, labels);
+    expect(delta('chasqui_messages_failed_total', { channel: 'whatsapp', kind: 'ours' })).toBe(busy);
+    expect(delta('chasqui_messages_sent_total', { channel: 'whatsapp', provider: 'sandbox' })).toBe(ok);
+    // Only the sends that had a slot waited for it (up to ~2 s).
+    expect(observations(last, 'chasqui_pacer_wait_seconds') - observations(first, 'chasqui_pacer_wait_seconds')).toBe(ok);
+  });
+
   it("a minute cap's 429 counts one refusal of its limit (requests_per_minute, messages_per_minute)", async () => {
     const acc = await app.createAccount({ limits: { requestsPerMinute: 2, messagesPerMinute: 1 } });
     const to = await openConversation(acc);
