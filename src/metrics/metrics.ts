@@ -4,6 +4,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from '../db/index.js';
 import type { Clock } from '../lib/clock.js';
+import { HttpSeries } from './http-series.js';
 import { QUEUES, type QueueSnapshot, readQueues } from './queues.js';
 
 type MessageChannel = 'whatsapp' | 'instagram';
@@ -53,8 +54,7 @@ const PACER_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5]
 class PromMetrics implements Metrics {
   readonly enabled = true;
   private readonly registry = new Registry();
-  private readonly requests: Counter<'method' | 'route' | 'status'>;
-  private readonly durations: Histogram<'method' | 'route'>;
+  private readonly http = new HttpSeries();
   private readonly sent: Counter<'channel' | 'provider'>;
   private readonly failed: Counter<'channel' | 'kind'>;
   private readonly received: Counter<'channel'>;
@@ -73,18 +73,9 @@ class PromMetrics implements Metrics {
   ) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
-    this.requests = new Counter({
-      name: 'chasqui_http_requests_total',
-      help: 'HTTP requests answered, by method, route pattern and status',
-      labelNames: ['method', 'route', 'status'],
-      registers,
-    });
-    this.durations = new Histogram({
-      name: 'chasqui_http_request_duration_seconds',
-      help: 'Time from the request to its answer, by method and route pattern',
-      labelNames: ['method', 'route'],
-      registers,
-    });
+    // The per-request series are kept outside prom-client's label hashing (http-series.ts).
+    for (const m of this.http.metrics('chasqui_http_requests_total', 'chasqui_http_request_duration_seconds'))
+      this.registry.registerMetric(m);
     this.sent = new Counter({
       name: 'chasqui_messages_sent_total',
       help: 'Messages the provider took',
@@ -176,8 +167,7 @@ class PromMetrics implements Metrics {
   }
 
   httpRequest(method: string, route: string, status: number, seconds: number): void {
-    this.requests.inc({ method, route, status });
-    this.durations.observe({ method, route }, seconds);
+    this.http.record(method, route, status, seconds);
   }
   messageSent(channel: MessageChannel, provider: string, n = 1): void {
     if (n > 0) this.sent.inc({ channel, provider }, n);
