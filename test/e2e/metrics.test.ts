@@ -1,8 +1,10 @@
 // GET /metrics (docs/operating.md "Metrics"): Prometheus text read with a parser after real
 // traffic; every count moves by exactly what happened; no label names a person, an id or a URL.
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import parsePrometheusTextFormat, { type PromFamily } from 'parse-prometheus-text-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeGraph } from '../fakes/graph.js';
+import { startFakeLlm } from '../fakes/llm.js';
 import { type Receiver, startReceiver } from '../fakes/receiver.js';
 import { ADMIN_TOKEN, freshPhone, request, startTestApp, type TestAccount, type TestApp, testNumber } from '../harness.js';
 
@@ -218,6 +220,72 @@ describe('GET /metrics: counted where the work happens', () => {
     expect(delta('delivered')).toBe(1);
     expect(delta('retrying')).toBe(1);
     expect(delta('failed')).toBe(0);
+  });
+});
+
+describe('GET /metrics: the provider', () => {
+  it('"chasqui_provider_request_duration_seconds{provider,operation}" around Graph calls: a template sync and a Cloud send are one each; the send counts sent (whatsapp, cloud)', async () => {
+    const fake = await startFakeGraph();
+    const cloud = await startTestApp({ env: { GRAPH_API_URL: fake.url, CHANNEL_PROVIDER: 'cloud' } });
+    try {
+      const acc = await cloud.createAccount();
+      const digits = (n: number) => Array.from(randomBytes(n), (b) => String(b % 10)).join('');
+      const c = {
+        phoneNumberId: digits(15),
+        wabaId: digits(15),
+        accessToken: `EAAG${randomBytes(24).toString('base64url')}`,
+        appSecret: randomBytes(16).toString('hex'),
+        verifyToken: `vt-${randomBytes(8).toString('hex')}`,
+      };
+      const number = { phone: freshPhone({ spelling: 'digits' }), name: 'WhatsApp', provider: 'cloud', cloud: c };
+      const created = await cloud.admin('POST', `/accounts/${acc.id}/phone-numbers`, number);
+      expect(created.status).toBe(201);
+      expect((await cloud.admin('PATCH', `/accounts/${acc.id}/phone-numbers/${created.body.id}`, { default: true })).status).toBe(200);
+      fake.tokens.set(c.phoneNumberId, c.accessToken);
+      fake.tokens.set(c.wabaId, c.accessToken);
+      const name = `aviso_${randomBytes(4).toString('hex')}`;
+      const template = { id: `1${digits(14)}`, name, language: 'es_AR', status: 'APPROVED', category: 'UTILITY' };
+      fake.templates.set(c.wabaId, [{ ...template, components: [{ type: 'BODY', text: 'Tu pedido está listo.' }] }]);
+      const first = await scrape(cloud);
+      const synced = await cloud.admin('POST', `/accounts/${acc.id}/templates/sync`);
+      expect(synced.status).toBe(200);
+      const tpl = synced.body.templates.find((t: { name: string }) => t.name === name);
+      const sent = await acc.call('POST', '/messages', { to: freshPhone(), template: { id: tpl.id } });
+      expect(sent.status).toBe(201);
+      const last = await scrape(cloud);
+      const calls = (f: typeof first, operation: string) =>
+        observations(f, 'chasqui_provider_request_duration_seconds', { provider: 'cloud', operation });
+      expect(calls(last, 'templates') - calls(first, 'templates')).toBe(1);
+      expect(calls(last, 'send') - calls(first, 'send')).toBe(1);
+      expect(fake.sends()).toHaveLength(1);
+      const delta = value(last.families, 'chasqui_messages_sent_total', { channel: 'whatsapp', provider: 'cloud' });
+      expect(delta - value(first.families, 'chasqui_messages_sent_total', { channel: 'whatsapp', provider: 'cloud' })).toBe(1);
+    } finally {
+      await cloud.close();
+      await fake.close();
+    }
+  });
+});
+
+describe('GET /metrics: the language model', () => {
+  it('"chasqui_llm_request_duration_seconds{outcome}": an answered request is ok, a refused one (400, not tried again) is error', async () => {
+    const llm = await startFakeLlm();
+    const withModel = await startTestApp({ env: { LLM_BASE_URL: llm.url } });
+    try {
+      const first = await scrape(withModel);
+      llm.reply({ text: 'Hola' });
+      await withModel.rt.services.llm!.chat({ messages: [{ role: 'user', content: 'Hola' }], tools: [] });
+      llm.fail(400, 'model not found');
+      await expect(withModel.rt.services.llm!.chat({ messages: [{ role: 'user', content: 'Hola' }], tools: [] })).rejects.toThrow();
+      const last = await scrape(withModel);
+      const tries = (f: typeof first, outcome: string) => observations(f, 'chasqui_llm_request_duration_seconds', { outcome });
+      expect(tries(last, 'ok') - tries(first, 'ok')).toBe(1);
+      expect(tries(last, 'error') - tries(first, 'error')).toBe(1);
+      expect(llm.requests).toHaveLength(2);
+    } finally {
+      await withModel.close();
+      await llm.close();
+    }
   });
 });
 
