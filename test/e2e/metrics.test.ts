@@ -169,6 +169,45 @@ describe('GET /metrics: counted where the work happens', () => {
     expect(delta('quota')).toBe(0);
   });
 
+  it("the monthly quota, an AI app's minute cap and the IP block count one refusal each of their limit (quota, mcp_per_app, ip_block)", async () => {
+    // Its own app: the IP block holds every request of this address for a minute.
+    const own = await startTestApp();
+    try {
+      const acc = await own.createAccount({ limits: { apiCallsPerMonth: 1 } });
+      const capped = await own.createAccount({ limits: { mcpCallsPerMinute: 1 } });
+      const ai = await own.admin('POST', `/accounts/${capped.id}/ai-apps`, { name: 'Claude de Laura' });
+      expect(ai.status).toBe(201);
+      const rpc = (id: number) =>
+        request(
+          `${own.url}/mcp`,
+          'POST',
+          { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'get_account', arguments: {} } },
+          {
+            accept: 'application/json, text/event-stream',
+            authorization: `Bearer ${ai.body.token}`,
+          },
+        );
+      const before = (await scrape(own)).families;
+      expect((await acc.call('GET', '/me')).status).toBe(200);
+      expect((await acc.call('GET', '/me')).status).toBe(429);
+      expect((await rpc(1)).status).toBe(200);
+      expect((await rpc(2)).status).toBe(429);
+      for (let i = 0; i < 20; i++) expect((await own.api(`etk_live_${'A'.repeat(40)}`, 'GET', '/me')).status).toBe(401);
+      // The 21st invalid key blocks the IP; the valid key after it meets the block.
+      expect((await own.api(`etk_live_${'A'.repeat(40)}`, 'GET', '/me')).status).toBe(429);
+      expect((await capped.call('GET', '/me')).status).toBe(429);
+      const after = (await scrape(own)).families;
+      const delta = (limit: string) =>
+        value(after, 'chasqui_limit_refusals_total', { limit }) - value(before, 'chasqui_limit_refusals_total', { limit });
+      expect(delta('quota')).toBe(1);
+      expect(delta('mcp_per_app')).toBe(1);
+      expect(delta('ip_block')).toBe(2);
+      expect(delta('requests_per_minute')).toBe(0);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('"unknown routes are unmatched": a 404 route and a too-long path are labelled unmatched, never by their URL', async () => {
     const acc = await app.createAccount();
     const before = (await scrape()).families;
