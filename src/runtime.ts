@@ -188,9 +188,10 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       if (closed) return;
       closed = true;
       // Draining (docs/operating.md "Health checks"): /readyz answers 503 while requests are still
-      // served, so a load balancer stops sending traffic before the server stops accepting.
+      // served, so a load balancer stops sending traffic before the server stops accepting. A
+      // server that never listened (the port was taken) has nobody to tell.
       services.draining = true;
-      if (config.shutdownDrainMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs));
+      if (config.shutdownDrainMs > 0 && app.server.listening) await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs));
       // Keep-alive connections of requests in flight would otherwise stay open after their answer
       // (up to the keep-alive timeout) and hold the shutdown: answer them with Connection: close,
       // and close every connection that turns idle.
