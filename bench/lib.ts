@@ -93,6 +93,8 @@ export async function startServer(
     ALLOW_PRIVATE_WEBHOOKS: 'on',
     DATA_DIR: env.DATA_DIR ?? tempDir(),
     NODE_ENV: 'production',
+    // Nothing in front of these servers: they stop at once on SIGTERM (no drain window).
+    SHUTDOWN_DRAIN_MS: '0',
     ...env,
   };
   const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.entry ?? join(ROOT, 'dist/cli/main.js'), 'serve'], {

@@ -1,7 +1,8 @@
 // `npm run bench`: each figure next to its floor, measured in the same run on the same machine,
 // printed as a ratio and written to bench/results.json. PostgreSQL when DATABASE_URL is set (a
 // fresh database per server), else PGlite in a temporary DATA_DIR; Redis counters when REDIS_URL
-// is set. `BENCH_ONLY=me,contacts` runs some figures only (`BENCH_ONLY=mcp`: the MCP tool call; `BENCH_ONLY=receiver`: the WhatsApp Cloud receiver).
+// is set. `BENCH_ONLY=me,contacts` runs some figures only (`BENCH_ONLY=mcp`: the MCP tool call; `BENCH_ONLY=receiver`: the WhatsApp Cloud receiver;
+// `BENCH_ONLY=metrics`: GET /me with metrics on vs off).
 // Speed is measured here, never asserted in timed tests (docs/performance.md).
 import { cpus } from 'node:os';
 import { agentFigures } from './figures/agents.js';
@@ -12,6 +13,7 @@ import { contactFigures } from './figures/contacts.js';
 import { mcpFigures } from './figures/mcp.js';
 import { meFigures } from './figures/me.js';
 import { messageFigure } from './figures/messages.js';
+import { metricsFigure } from './figures/metrics.js';
 import { receiverFigure } from './figures/receiver.js';
 import { rssFigure } from './figures/rss.js';
 import { webhookFigures } from './figures/webhooks.js';
@@ -42,6 +44,7 @@ async function main() {
     await server.stop();
     await db?.drop();
   }
+  if (want('metrics')) await metricsFigure();
   if (want('webhooks')) await webhookFigures();
   if (want('agents')) await agentFigures();
   if (want('campaigns')) await campaignFigures();

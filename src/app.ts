@@ -22,6 +22,7 @@ import { conversationRoutes } from './conversations/routes.js';
 import { errorHandler } from './http/error-handler.js';
 import { ApiError, ValidationError, type ValidationProblem } from './http/errors.js';
 import { installPublicGuards } from './http/guards.js';
+import { healthRoutes } from './http/health.js';
 import { installIdempotency } from './http/idempotency.js';
 import { textFor } from './http/messages.es-AR.js';
 import { operatorDocument, publicDocument } from './http/openapi.js';
@@ -33,6 +34,7 @@ import { installSpanishZodMessages } from './http/zod-es.js';
 import { mcpMetadataRoutes } from './mcp/metadata-routes.js';
 import { mcpRoutes } from './mcp/server.js';
 import { messageRoutes } from './messages/routes.js';
+import { countRefusal, installMetrics } from './metrics/routes.js';
 import type { Services } from './services.js';
 import { templateRoutes } from './templates/routes.js';
 
@@ -82,6 +84,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       // No hook runs on this path: its body, if one trickles in, is timed here.
       watchBody(req, reply as FastifyReply, services.config.BODY_TIMEOUT_MS);
       (reply as FastifyReply).header('X-Request-Id', req.id).code(e.statusCode).send(e.body());
+      countRefusal(services, req, reply as FastifyReply);
     },
   }).withTypeProvider<ZodTypeProvider>();
 
@@ -114,6 +117,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     if (h['content-length'] === '0' && h['transfer-encoding'] === undefined) delete h['content-type'];
     done();
   });
+  // The one metrics hook (onResponse), when METRICS is on, and GET /metrics.
+  if (services.metrics.enabled) installMetrics(app, services);
   // JSON is the only body type (decisions.md: wrong Content-Type → 415); its text must be storable.
   app.removeContentTypeParser('text/plain');
   const parseJson = app.getDefaultJsonParser('error', 'error');
@@ -154,15 +159,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   });
 
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => publicDocument(structuredClone(app.swagger())));
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
-    try {
-      await services.db.selectNoFrom((eb) => eb.lit(1).as('one')).execute();
-      return { status: 'ok', database: 'ok' };
-    } catch {
-      return reply.code(503).send({ status: 'unavailable', database: 'unreachable' });
-    }
-  });
+  healthRoutes(app, services);
 
   await app.register(
     async (api) => {

@@ -55,6 +55,16 @@ const ConfigSchema = z.object({
   LLM_MODEL: z.string().min(1).default('llama3.1'),
   /** One model request, connect to last byte; a timeout is a model failure (retried). */
   LLM_TIMEOUT_MS: z.coerce.number().int().min(10).max(600_000).default(30_000),
+  /** `off`: no metrics hook, nothing counted, GET /metrics answers 404 (the bench's floor). */
+  METRICS: onOff.default(true),
+  /** A Bearer token for GET /metrics only (the operator token is accepted too). */
+  METRICS_TOKEN: z.string().min(16).optional(),
+  /**
+   * After SIGTERM, GET /readyz answers 503 `draining` this long while requests are still served,
+   * so a load balancer stops sending traffic before the server stops accepting. Default: 5 s when
+   * NODE_ENV=production, 0 otherwise.
+   */
+  SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(60_000).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -65,6 +75,8 @@ export type Config = z.infer<typeof ConfigSchema> & {
   allowPrivateWebhooks: boolean;
   trustProxy: boolean;
   seedDemo: boolean;
+  /** SHUTDOWN_DRAIN_MS, or its default for NODE_ENV. */
+  shutdownDrainMs: number;
 };
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -87,5 +99,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowPrivateWebhooks: c.ALLOW_PRIVATE_WEBHOOKS ?? c.NODE_ENV !== 'production',
     trustProxy: c.TRUST_PROXY !== undefined && !['0', 'false', 'off'].includes(c.TRUST_PROXY),
     seedDemo: c.SEED_DEMO ?? database.kind !== 'postgres',
+    shutdownDrainMs: c.SHUTDOWN_DRAIN_MS ?? (c.NODE_ENV === 'production' ? 5_000 : 0),
   };
 }

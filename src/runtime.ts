@@ -31,6 +31,7 @@ import { createLimiter, createPacer } from './limits/index.js';
 import { DbUsageMeter } from './limits/usage.js';
 import { createLlmClient } from './llm/client.js';
 import { appAuthenticator } from './mcp/apps.js';
+import { createMetrics } from './metrics/metrics.js';
 import { type DemoSeed, seedDemoIfEmpty } from './seed.js';
 import type { Services } from './services.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
@@ -104,8 +105,11 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
   const database = await openDatabase(config.database, { loadDataDir: opts.loadDataDir });
   await migrate(database.db);
   const admin = resolveAdminToken(config);
+  const metrics = createMetrics(config.METRICS, database.db, clock, (err) =>
+    log.warn({ err: { message: (err as Error)?.message } }, 'metrics: queue gauges not read'),
+  );
   // Every send of a number takes its slot first (docs/performance.md "Throughput tiers and pacing").
-  const channels = new Channels(createPacer(config, clock, log));
+  const channels = new Channels(createPacer(config, clock, log), (seconds) => metrics.pacerWait(seconds));
   const usage = new DbUsageMeter(database.db, clock, opts.usageFlushMs);
   const services: Services = {
     config,
@@ -124,8 +128,10 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     agents: { wake() {}, runOnce: async () => 0 },
     inbound: { wake() {}, runOnce: async () => 0 },
     publicUrl: config.PUBLIC_URL ?? ownUrl(config.HOST, config.PORT),
-    llm: createLlmClient(config, log),
+    llm: createLlmClient(config, log, { observe: (outcome, seconds) => metrics.llmRequest(outcome, seconds) }),
     adminToken: admin.token,
+    metrics,
+    draining: false,
   };
   // Another process revoked a key, disconnected an app or changed a plan: forget it here too.
   services.limiter.onForget((accountId) => {
@@ -181,6 +187,11 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     async close() {
       if (closed) return;
       closed = true;
+      // Draining (docs/operating.md "Health checks"): /readyz answers 503 while requests are still
+      // served, so a load balancer stops sending traffic before the server stops accepting. A
+      // server that never listened (the port was taken) has nobody to tell.
+      services.draining = true;
+      if (config.shutdownDrainMs > 0 && app.server.listening) await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs));
       // Keep-alive connections of requests in flight would otherwise stay open after their answer
       // (up to the keep-alive timeout) and hold the shutdown: answer them with Connection: close,
       // and close every connection that turns idle.

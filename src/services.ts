@@ -9,6 +9,7 @@ import type { Clock } from './lib/clock.js';
 import type { Limiter, UsageMeter } from './limits/types.js';
 import type { LlmClient } from './llm/types.js';
 import type { AppAuthenticator } from './mcp/apps.js';
+import type { Metrics } from './metrics/metrics.js';
 
 export interface Dispatcher {
   /** A writer committed new deliveries: look now instead of at the next poll. */
@@ -70,4 +71,8 @@ export interface Services {
   llm: LlmClient | null;
   /** Operator bearer token (ADMIN_TOKEN, or generated and kept in DATA_DIR). */
   adminToken: string;
+  /** Counters and histograms of GET /metrics (metrics/metrics.ts); a no-op when METRICS=off. */
+  metrics: Metrics;
+  /** Set once shutdown began (SIGTERM): GET /readyz answers 503 `draining`. */
+  draining: boolean;
 }

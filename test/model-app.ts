@@ -13,6 +13,7 @@ export async function startAppWithModel(llm: FakeLlm, opts: StartOptions = {}): 
   const app = await startTestApp({ ...opts, env: { LLM_BASE_URL: llm.url, LLM_MODEL: 'llama3.1', ...opts.env } });
   app.rt.services.llm = createLlmClient(loadConfig(app.env), pino({ level: 'silent' }) as unknown as FastifyBaseLogger, {
     retryDelaysMs: [1, 1],
+    observe: (outcome, seconds) => app.rt.services.metrics.llmRequest(outcome, seconds),
   }) as LlmClient;
   return app;
 }

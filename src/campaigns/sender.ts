@@ -317,9 +317,12 @@ async function callProvider(s: Services, slice: Extract<Slice, { kind: 'items' }
         variables: t.variables,
       },
     });
+    s.metrics.messageSent('whatsapp', slice.number.provider);
     return { item, kind: 'sent', wamid: sent.wamid };
   } catch (err) {
     if (!(err instanceof ProviderError)) s.log.error({ err, messageId: item.messageId }, 'channel provider failed unexpectedly');
+    // The message is stored failed whatever comes next (a retry is a new message).
+    s.metrics.messageFailed('whatsapp', err instanceof ProviderError ? 'provider' : 'ours');
     const pe = asProviderError(err);
     const text = providerApiError(pe, item.messageId).message.slice(0, 500);
     // Graph's throughput refusal is the number's, not the recipient's: tried again soon, not counted

@@ -29,6 +29,8 @@ export class PacedProvider implements ChannelProvider {
   constructor(
     readonly inner: ChannelProvider,
     private readonly pacer: Pacer,
+    /** How long a send waited for its slot (chasqui_pacer_wait_seconds). */
+    private readonly waited: (seconds: number) => void = () => {},
   ) {
     this.name = inner.name;
   }
@@ -44,8 +46,10 @@ export class PacedProvider implements ChannelProvider {
     const tier = tierOf(number);
     const maxWaitMs = req.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
     if (!req.slotTaken) {
+      const started = performance.now();
       const slot = await this.pacer.reserve(number.id, tier, maxWaitMs);
       if (!slot.ok) throw new ThroughputBusy(number.id, tier, Math.max(1, slot.waitMs - maxWaitMs));
+      this.waited((performance.now() - started) / 1000);
     }
     try {
       return await this.inner.send(req);

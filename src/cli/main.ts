@@ -8,7 +8,7 @@ import type { Runtime } from '../runtime.js';
 import type { DemoSeed } from '../seed.js';
 import { operatorCommands } from './operator.js';
 
-/** After SIGTERM, in-flight requests and workers get this long before the process exits anyway. */
+/** After SIGTERM (and the drain window), in-flight requests and workers get this long before the process exits anyway. */
 const FORCE_EXIT_MS = 20_000;
 
 /** Where a person on this machine reaches the server (a wildcard bind address is not one). */
@@ -115,7 +115,7 @@ async function serve(): Promise<void> {
     const force = setTimeout(() => {
       rt.services.log.error('shutdown took too long: exiting');
       process.exit(1);
-    }, FORCE_EXIT_MS);
+    }, FORCE_EXIT_MS + config.shutdownDrainMs);
     force.unref();
     // Stop accepting, finish in-flight requests, stop workers, flush counters, close the database.
     rt.close().then(

@@ -288,6 +288,7 @@ export async function receiveInbound(s: Services, input: InboundInput): Promise<
     throw err;
   }
   s.dispatcher.wake();
+  s.metrics.messageReceived(social ? 'instagram' : 'whatsapp');
   if (stored.wakeAutomations) s.automations.wake();
   if (stored.wakeAgents) s.agents.wake();
   if (stored.wakeClassifier) wakeClassifier(s);

@@ -6,6 +6,7 @@ import type { AuthContext } from '../keys/service.js';
 import { bearer } from '../keys/token-cache.js';
 import { planHasApi } from '../limits/plans.js';
 import type { CapOutcome } from '../limits/types.js';
+import type { LimitName } from '../metrics/metrics.js';
 import type { Services } from '../services.js';
 import { ApiError } from './errors.js';
 
@@ -26,6 +27,21 @@ export function clientIp(req: IncomingMessage, trustProxy: boolean): string {
   return req.socket.remoteAddress ?? 'unknown';
 }
 
+/** The limits whose refusals are counted (chasqui_limit_refusals_total), by their error's code. */
+const LIMIT_OF: Partial<Record<ApiError['code'], LimitName>> = {
+  rate_limited_requests: 'requests_per_minute',
+  rate_limited_messages: 'messages_per_minute',
+  quota_api_calls: 'quota',
+  ip_blocked: 'ip_block',
+};
+
+/** Counts a limit's refusal and returns it to throw. */
+function refused(services: Services, err: ApiError): ApiError {
+  const limit = LIMIT_OF[err.code];
+  if (limit) services.metrics.limitRefusal(limit);
+  return err;
+}
+
 /**
  * The checks of one request. Returns undefined when they are done (the hot path: a cached key
  * and counters known to this process, no promise at all), or a promise when something must be
@@ -33,13 +49,13 @@ export function clientIp(req: IncomingMessage, trustProxy: boolean): string {
  */
 function guard(req: FastifyRequest, reply: FastifyReply, services: Services): Promise<void> | undefined {
   const ip = clientIp(req.raw, services.config.trustProxy);
-  if (services.limiter.ipBlocked(ip)) throw new ApiError('ip_blocked');
+  if (services.limiter.ipBlocked(ip)) throw refused(services, new ApiError('ip_blocked'));
   const auth = services.auth.cached(req.headers.authorization);
   if (auth) return admit(req, reply, services, auth, ip);
   return services.auth.authenticate(bearer(req.headers.authorization)).then(async (found) => {
     if (!found) {
       // Any 401 counts for the caller's IP; the 21st within a minute blocks it (decisions.md).
-      if (await services.limiter.invalidKey(ip)) throw new ApiError('ip_blocked');
+      if (await services.limiter.invalidKey(ip)) throw refused(services, new ApiError('ip_blocked'));
       // An AI app's token where a key belongs: say which credential this API takes.
       throw new ApiError(bearer(req.headers.authorization)?.startsWith('etk_app_') ? 'unauthorized_app_token' : 'unauthorized');
     }
@@ -68,7 +84,7 @@ function admit(req: FastifyRequest, reply: FastifyReply, services: Services, aut
 function settle(req: FastifyRequest, reply: FastifyReply, services: Services, outcome: CapOutcome): void {
   for (const k in outcome.headers) reply.header(k, outcome.headers[k]);
   // A request rejected by a cap or by the quota did nothing and is not counted (api.md §7–8).
-  if (outcome.error) throw outcome.error;
+  if (outcome.error) throw refused(services, outcome.error);
   // Counted now, not when the response ends: it counts whatever the handler answers, and the
   // GET /me it admits shows it.
   services.usage.countApiCall(req.auth.account.id);

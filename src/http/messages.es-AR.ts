@@ -31,6 +31,10 @@ export const catalogue = {
     text: 'Ese es el token de una app de IA (etk_app_…): sirve solo para el servidor MCP (/mcp). Para la API usá una clave de API: Authorization: Bearer etk_live_…',
   },
   admin_unauthorized: { status: 401, text: 'Falta el token de operador o no es válido. Revisá el encabezado Authorization.' },
+  metrics_unauthorized: {
+    status: 401,
+    text: 'Falta el token de métricas o de operador, o no es válido. Revisá el encabezado Authorization: Bearer …',
+  },
   plan_without_api: {
     status: 402,
     text: (p) => `Tu plan (${p.plan}) no incluye la API ni los webhooks. Pasá al plan escala o enterprise para usarlos.`,

@@ -30,6 +30,9 @@ class NoLimiter implements Limiter {
   }
   announceForget() {}
   onForget() {}
+  async redisHealth() {
+    return 'not_configured' as const;
+  }
   async close() {}
 }
 

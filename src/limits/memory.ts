@@ -155,6 +155,10 @@ export class MemoryLimiter implements Limiter {
     if (this.ips.size >= MAX_IPS) this.ips.clear();
   }
 
+  async redisHealth() {
+    return 'not_configured' as const;
+  }
+
   async close(): Promise<void> {}
 }
 

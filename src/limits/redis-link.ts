@@ -95,6 +95,22 @@ export class RedisLink {
     return this.o.now() >= this.skipUntil;
   }
 
+  /** Readiness (GET /readyz): Redis answers a PING now, once the first contact settled; no outage handling. */
+  async answers(): Promise<boolean> {
+    if (this.closed) return false;
+    if (this.connection.status !== 'ready') await this.firstContact;
+    // Two tries: one PING slower than the command timeout on a busy machine is not an outage.
+    for (let i = 0; i < 2; i++) {
+      try {
+        await this.connection.ping();
+        return true;
+      } catch {
+        /* once more */
+      }
+    }
+    return false;
+  }
+
   /** The owner is closing: no more outage lines. */
   closing(): void {
     this.closed = true;

@@ -304,6 +304,11 @@ export class RedisLimiter implements Limiter {
       .catch(() => {});
   }
 
+  /** One PING on the limiter's connection (its command timeout bounds it). */
+  async redisHealth(): Promise<'ok' | 'down'> {
+    return (await this.link.answers()) ? 'ok' : 'down';
+  }
+
   async close(): Promise<void> {
     this.link.closing();
     clearInterval(this.sweep);

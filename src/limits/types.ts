@@ -63,6 +63,8 @@ export interface Limiter {
   announceForget(accountId: string): void;
   /** Called when another process announced a change of an account's credentials. */
   onForget(listener: (accountId: string) => void): void;
+  /** Readiness (GET /readyz): Redis answers a PING, is down, or is not used by this limiter. */
+  redisHealth(): Promise<'ok' | 'down' | 'not_configured'>;
   close(): Promise<void>;
 }
 

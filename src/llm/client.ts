@@ -19,6 +19,8 @@ import { type ChatMessage, type ChatResult, type LlmClient, ModelError, type Too
 export interface LlmClientOptions {
   /** Waits before the second and third tries (real ms); tests pass small ones. */
   retryDelaysMs?: readonly number[];
+  /** Each request's duration and outcome (chasqui_llm_request_duration_seconds). */
+  observe?: (outcome: 'ok' | 'error', seconds: number) => void;
 }
 
 type LlmConfig = Pick<Config, 'LLM_BASE_URL' | 'LLM_API_KEY' | 'LLM_MODEL' | 'LLM_TIMEOUT_MS'>;
@@ -26,7 +28,7 @@ type LlmConfig = Pick<Config, 'LLM_BASE_URL' | 'LLM_API_KEY' | 'LLM_MODEL' | 'LL
 /** The model client, or null when LLM_BASE_URL is unset (no agents; classification by keywords). */
 export function createLlmClient(config: LlmConfig, log: FastifyBaseLogger, options: LlmClientOptions = {}): LlmClient | null {
   if (!config.LLM_BASE_URL) return null;
-  return new OpenAiLlmClient(config as LlmConfig & { LLM_BASE_URL: string }, log, options.retryDelaysMs ?? [1000, 4000]);
+  return new OpenAiLlmClient(config as LlmConfig & { LLM_BASE_URL: string }, log, options.retryDelaysMs ?? [1000, 4000], options.observe);
 }
 
 /** The model answered, but not in a usable way (no choice, invalid tool-call JSON, a refusal). */
@@ -43,6 +45,7 @@ class OpenAiLlmClient implements LlmClient {
     config: LlmConfig & { LLM_BASE_URL: string },
     private readonly log: FastifyBaseLogger,
     private readonly retryDelaysMs: readonly number[],
+    private readonly observe: NonNullable<LlmClientOptions['observe']> = () => {},
   ) {
     this.defaultModel = config.LLM_MODEL;
     this.timeoutMs = config.LLM_TIMEOUT_MS;
@@ -116,9 +119,13 @@ class OpenAiLlmClient implements LlmClient {
   ): Promise<R> {
     const deadline = Date.now() + Math.min(budgetMs ?? this.budgetMs, this.budgetMs);
     for (let i = 0; ; i++) {
+      const started = performance.now();
       try {
-        return await attempt(Math.max(1, Math.min(this.timeoutMs, deadline - Date.now())));
+        const answer = await attempt(Math.max(1, Math.min(this.timeoutMs, deadline - Date.now())));
+        this.observe('ok', (performance.now() - started) / 1000);
+        return answer;
       } catch (err) {
+        this.observe('error', (performance.now() - started) / 1000);
         const reason = describe(err);
         const wait = this.retryDelaysMs[i] ?? 0;
         const last = i >= this.retryDelaysMs.length || Date.now() + wait >= deadline;

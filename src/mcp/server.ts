@@ -81,7 +81,10 @@ async function handle(s: Services, req: FastifyRequest, reply: FastifyReply): Pr
   const calls = toolCalls(req.body);
   if (calls.length > 0) {
     const admitted = await s.limiter.admitMcpCalls(caps, app.id, calls.length);
-    if (!admitted.ok) return overCap(reply, calls[admitted.room]?.id, caps.limits.mcpCallsPerMinute);
+    if (!admitted.ok) {
+      s.metrics.limitRefusal('mcp_per_app');
+      return overCap(reply, calls[admitted.room]?.id, caps.limits.mcpCallsPerMinute);
+    }
   }
 
   const server = buildMcpServer({ s, account, caps, by: { type: 'ai_app', id: app.id, name: app.name } });

@@ -203,6 +203,7 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
           }
         : { text: pending.text ?? '' }),
     });
+    s.metrics.messageSent('whatsapp', number.provider);
     return sent.wamid;
   });
 }
@@ -541,6 +542,7 @@ export async function sendInConversation(s: Services, account: AccountRow, input
           igUserId: social.ig_user_id ?? '',
           accessToken: social.access_token ?? '',
           timeoutMs: s.config.GRAPH_TIMEOUT_MS,
+          observe: (seconds) => s.metrics.providerRequest('instagram', 'send', seconds),
         },
         commentId !== null ? { commentId } : { userId },
         text,
@@ -549,6 +551,7 @@ export async function sendInConversation(s: Services, account: AccountRow, input
     },
     true,
   );
+  s.metrics.messageSent('instagram', social.provider);
   // The private reply is out: the conversation is open (spec social.md "Comment").
   if (commentId !== null) await touchInboundWindow(s.db, conversation.id, now);
   return sent;
@@ -564,6 +567,7 @@ async function failAtSend(s: Services, pending: { id: string; contact_id: string
       ? err
       : new ProviderError('temporary', busy ? throughputBusyReason(busy) : providerReason('unexpected'), null);
   if (!(err instanceof ProviderError) && !busy) s.log.error({ err, messageId }, 'channel provider failed unexpectedly');
+  s.metrics.messageFailed(social ? 'instagram' : 'whatsapp', err instanceof ProviderError ? 'provider' : 'ours');
   const now = s.clock.now();
   await transaction(s.db, async (trx) => {
     // 131050 at send (the provider may answer it synchronously): the contact blocks marketing.

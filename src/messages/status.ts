@@ -165,6 +165,7 @@ export async function reportStatus(s: Services, r: StatusReport): Promise<Status
     return { applied: false, early: true, status: null, messageId: null };
   });
   if (out.applied) s.dispatcher.wake();
+  if (out.applied && out.status === 'failed') s.metrics.messageFailed('whatsapp', 'provider');
   if (out.early) {
     // The send may have stored the wamid between our read and our commit: look once more.
     const drained = await applyEarlyStatuses(s, r.wamid);
@@ -208,6 +209,7 @@ export async function applyEarlyStatuses(s: Services, wamid: string): Promise<Me
     return applyInTrx(trx, { wamid, status: pick.status, code: pick.code, at: pick.reported_at }, now);
   });
   if (applied) s.dispatcher.wake();
+  if (applied?.status === 'failed') s.metrics.messageFailed('whatsapp', 'provider');
   return applied;
 }
 

@@ -287,6 +287,7 @@ export class WebhookDispatcher implements Dispatcher {
       return;
     }
     const r = this.outcome(c, lease, at, out);
+    this.s.metrics.webhookDelivery(r.status === 'succeeded' ? 'delivered' : r.status === 'failed' ? 'failed' : 'retrying');
     if (r.status !== 'succeeded')
       this.s.log.info(
         { webhookId: c.webhook_id, deliveryId: c.id, attempt: r.attemptNumber, statusCode: out.statusCode, error: out.error },

@@ -18,7 +18,7 @@ function headings(markdown: string): string[] {
 
 /** Every other "METHOD /absolute/path" a doc mentions in its text and tables. */
 function mentions(markdown: string): string[] {
-  const re = /\b(GET|POST|PUT|PATCH|DELETE) (\/(?:api\/v1|admin\/v1|channels)\/[^\s`?),;:|]*|\/healthz|\/readyz|\/docs)/g;
+  const re = /\b(GET|POST|PUT|PATCH|DELETE) (\/(?:api\/v1|admin\/v1|channels)\/[^\s`?),;:|]*|\/healthz|\/readyz|\/metrics|\/docs)/g;
   return [...new Set([...markdown.matchAll(re)].map((m) => `${m[1]} ${m[2]}`))];
 }
 
@@ -28,8 +28,8 @@ const operations = (doc: { paths: Record<string, Record<string, unknown>> }): st
     .flatMap(([path, item]) => METHODS.filter((m) => item[m]).map((m) => `${m.toUpperCase()} ${path}`))
     .sort();
 
-/** Served outside the OpenAPI documents (health checks and the documents themselves). */
-const UNLISTED = ['GET /healthz', 'GET /readyz', 'GET /docs', 'GET /api/v1/openapi.json', 'GET /admin/v1/openapi.json'];
+/** Served outside the OpenAPI documents (health checks, metrics and the documents themselves). */
+const UNLISTED = ['GET /healthz', 'GET /readyz', 'GET /metrics', 'GET /docs', 'GET /api/v1/openapi.json', 'GET /admin/v1/openapi.json'];
 
 /** README.md and every file of docs/. */
 const userDocs = (): string[] => [
@@ -76,7 +76,8 @@ describe('docs/api.md and docs/operator.md match what the server serves', () => 
     expect(unknown).toEqual([]);
     for (const route of UNLISTED) {
       const path = route.slice('GET '.length);
-      const headers: Record<string, string> = path.startsWith('/admin/') ? { authorization: `Bearer ${ADMIN_TOKEN}` } : {};
+      const operator = path.startsWith('/admin/') || path === '/metrics';
+      const headers: Record<string, string> = operator ? { authorization: `Bearer ${ADMIN_TOKEN}` } : {};
       const res = await fetch(`${app.url}${path}`, { headers });
       expect(res.status, route).toBe(200);
     }

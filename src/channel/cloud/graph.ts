@@ -51,15 +51,25 @@ export interface GraphClientOptions {
   connectTimeoutMs?: number;
   /** Whole request, from connect to the last byte of the answer. */
   timeoutMs?: number;
+  /** Each request's duration, by operation (chasqui_provider_request_duration_seconds). */
+  observe?: ((operation: string, seconds: number) => void) | undefined;
+}
+
+/** The operation a Graph path names, for the metrics: never the path itself (it carries ids). */
+function graphOperation(path: string): string {
+  const last = path.split('?')[0]!.replace(/\/+$/, '').split('/').pop();
+  return last === 'messages' ? 'send' : last === 'message_templates' ? 'templates' : 'other';
 }
 
 export class GraphClient {
   private readonly agent: Agent;
   private readonly base: string;
   private readonly timeoutMs: number;
+  private readonly observe: GraphClientOptions['observe'];
 
   constructor(opts: GraphClientOptions) {
     this.base = graphBase(opts.baseUrl);
+    this.observe = opts.observe;
     this.timeoutMs = opts.timeoutMs ?? 15_000;
     const connectTimeout = Math.min(opts.connectTimeoutMs ?? 5_000, this.timeoutMs);
     this.agent = new Agent({ connect: { timeout: connectTimeout }, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs });
@@ -71,6 +81,15 @@ export class GraphClient {
   }
 
   async call<T>(method: 'GET' | 'POST', path: string, token: string, body?: unknown): Promise<T> {
+    const started = performance.now();
+    try {
+      return await this.send<T>(method, path, token, body);
+    } finally {
+      this.observe?.(graphOperation(path), (performance.now() - started) / 1000);
+    }
+  }
+
+  private async send<T>(method: 'GET' | 'POST', path: string, token: string, body?: unknown): Promise<T> {
     let res: Awaited<ReturnType<typeof request>>;
     try {
       res = await request(this.url(path), {

@@ -27,6 +27,7 @@ export class CloudProvider implements ChannelProvider {
       baseUrl: opts.baseUrl ?? services.config.GRAPH_API_URL,
       connectTimeoutMs: opts.connectTimeoutMs,
       timeoutMs: opts.timeoutMs ?? services.config.GRAPH_TIMEOUT_MS,
+      observe: (operation, seconds) => services.metrics.providerRequest('cloud', operation, seconds),
     });
   }
 

@@ -23,6 +23,8 @@ export interface InstagramSendOptions {
   accessToken: string;
   /** Whole request, connect to the answer's last byte (GRAPH_TIMEOUT_MS in the app); default 15 s. */
   timeoutMs?: number;
+  /** The request's duration (chasqui_provider_request_duration_seconds, operation `send`). */
+  observe?: (seconds: number) => void;
 }
 
 /** A user's Instagram-scoped id (a direct message) or a comment's id (its one private reply). */
@@ -42,10 +44,13 @@ export async function sendInstagram(opts: InstagramSendOptions, to: InstagramRec
   }
   const recipient = 'commentId' in to ? { comment_id: to.commentId } : { id: to.userId };
   let answer: unknown;
+  const started = performance.now();
   try {
     answer = await post(opts, { recipient, message: { text } });
   } catch (err) {
     throw instagramErrorFrom(err, target);
+  } finally {
+    opts.observe?.((performance.now() - started) / 1000);
   }
   const mid = (answer as { message_id?: unknown } | null)?.message_id;
   // 2xx without a message id: the message may or may not have left; do not guess.
