@@ -20,6 +20,8 @@ interface Failed {
   account_id: string;
   campaign_id: string | null;
   contact_id: string;
+  /** A social-channel message (it has no number). */
+  social: boolean;
 }
 
 /** Fails the sends in doubt for 24 h by the service's clock, in batches; returns how many. */
@@ -41,7 +43,7 @@ export async function failSendsInDoubt(s: Services): Promise<number> {
         UPDATE messages m SET status = 'failed', code = NULL, error = ${sendInDoubtText}, failed_at = ${now}::timestamptz,
           updated_at = ${now}::timestamptz
         FROM doubt WHERE m.id = doubt.id AND m.status = 'pending' AND m.wamid IS NULL
-        RETURNING m.id, m.account_id, m.campaign_id, m.contact_id`.execute(trx);
+        RETURNING m.id, m.account_id, m.campaign_id, m.contact_id, m.phone_number_id IS NULL AS social`.execute(trx);
       // The messages, then their campaigns' rows (docs/architecture.md "Lock order").
       await countFailedInDoubt(
         trx,
@@ -59,11 +61,15 @@ export async function failSendsInDoubt(s: Services): Promise<number> {
           now,
         );
       }
-      return rows.length;
+      return rows;
     });
-    done += failed;
-    if (failed > 0) s.dispatcher.wake();
-    if (failed < BATCH) break;
+    // Failed for our own reason: the provider never answered (operations.md "Metrics").
+    const social = failed.filter((r) => r.social).length;
+    s.metrics.messageFailed('whatsapp', 'ours', failed.length - social);
+    s.metrics.messageFailed('instagram', 'ours', social);
+    done += failed.length;
+    if (failed.length > 0) s.dispatcher.wake();
+    if (failed.length < BATCH) break;
   }
   if (done > 0) s.log.warn({ failed: done }, 'sends without a provider answer for 24 hours marked failed');
   return done;

@@ -382,7 +382,14 @@ async function crashScenario(graph: FakeGraph, dbEnv: Record<string, string>) {
   expect(await runJob()).toEqual({ ran: 'reconcile-sends', changed: 0 });
   expect(await message(apiLost.opaque!)).toMatchObject({ status: 'pending' });
   clock.advance(2 * 60_000);
+  const failedOurs = async () => {
+    const text = (await request(`${url}/metrics`, 'GET', undefined, { authorization: `Bearer ${ADMIN_TOKEN}` })).body as string;
+    return Number(/^chasqui_messages_failed_total\{channel="whatsapp",kind="ours"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+  };
+  const oursBefore = await failedOurs();
   expect(await runJob()).toEqual({ ran: 'reconcile-sends', changed: 2 });
+  // Counted as our own failures (operations.md "Metrics": chasqui_messages_failed_total kind ours).
+  expect((await failedOurs()) - oursBefore).toBe(2);
   for (const h of [apiLost, campLost]) {
     expect(await message(h.opaque!)).toMatchObject({ status: 'failed', wamid: null, code: null, error: sendInDoubtText });
   }
