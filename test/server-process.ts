@@ -1,6 +1,21 @@
 // A real server process (src/cli/main.ts serve) for the tests that kill one with SIGKILL.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { ADMIN_TOKEN } from './harness.js';
+
+/**
+ * The environment of a test server process: the tests' operator token, a free port on loopback,
+ * no demo account, no automatic sandbox statuses, no logs; `own` adds to it or overrides it.
+ */
+export const serverEnv = (own: Record<string, string>): Record<string, string> => ({
+  ADMIN_TOKEN,
+  PORT: '0',
+  HOST: '127.0.0.1',
+  SEED_DEMO: 'off',
+  SANDBOX_AUTO_STATUS: 'off',
+  LOG_LEVEL: 'silent',
+  ...own,
+});
 
 /**
  * Starts `chasqui serve` with `env` and resolves with its URL once it listens. `cleanup` gets a

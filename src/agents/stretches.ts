@@ -9,7 +9,7 @@
 import { sql } from 'kysely';
 import { lockOpenCase, openCaseOf } from '../cases/open.js';
 import { markAgentGoal, markHandedOff } from '../cases/service.js';
-import { addNote, clearHandling, setHandling } from '../conversations/service.js';
+import { addNote, clearHandling, lockConversationBusy, setHandling } from '../conversations/service.js';
 import type { Trx } from '../db/index.js';
 import type { AgentRow, StretchRow } from '../db/types.js';
 import { agentTexts } from '../http/messages.es-AR.js';
@@ -203,8 +203,15 @@ export async function endStretchByTeam(trx: Trx, conversationId: string, now: Da
  * execution runs in the conversation, or it is not an ended one (the caller answers 409).
  */
 export async function reviveStretch(trx: Trx, itemId: string, now: Date): Promise<boolean> {
-  const row = await trx
-    .updateTable('agent_stretches as st')
+  const dead = await trx
+    .selectFrom('agent_stretches')
+    .select(['conversation_id', 'agent_id'])
+    .where('id', '=', itemId)
+    .where('status', '=', 'ended')
+    .executeTakeFirst();
+  if (!dead || (await lockConversationBusy(trx, dead.conversation_id))) return false;
+  await trx
+    .updateTable('agent_stretches')
     .set({
       status: 'running',
       ended_by: null,
@@ -218,31 +225,9 @@ export async function reviveStretch(trx: Trx, itemId: string, now: Date): Promis
       last_error: null,
       updated_at: now,
     })
-    .where('st.id', '=', itemId)
-    .where('st.status', '=', 'ended')
-    // One execution or agent stretch runs in a conversation (automations/triggers.ts).
-    .where(({ not, exists, or, selectFrom }) =>
-      not(
-        or([
-          exists(
-            selectFrom('agent_stretches as o')
-              .select('o.id')
-              .whereRef('o.conversation_id', '=', 'st.conversation_id')
-              .where('o.status', '=', 'running'),
-          ),
-          exists(
-            selectFrom('automation_executions as e')
-              .select('e.id')
-              .whereRef('e.conversation_id', '=', 'st.conversation_id')
-              .where('e.status', '=', 'running'),
-          ),
-        ]),
-      ),
-    )
-    .returning(['st.conversation_id', 'st.agent_id'])
-    .executeTakeFirst();
-  if (!row) return false;
-  const agent = await trx.selectFrom('agents').select(['id', 'name']).where('id', '=', row.agent_id).executeTakeFirstOrThrow();
-  await setHandling(trx, row.conversation_id, { type: 'agent', id: agent.id, name: agent.name, caseId: null });
+    .where('id', '=', itemId)
+    .execute();
+  const agent = await trx.selectFrom('agents').select(['id', 'name']).where('id', '=', dead.agent_id).executeTakeFirstOrThrow();
+  await setHandling(trx, dead.conversation_id, { type: 'agent', id: agent.id, name: agent.name, caseId: null });
   return true;
 }

@@ -18,7 +18,7 @@ import { startStretch } from '../agents/stretches.js';
 import { lockOpenCase, openCaseOf } from '../cases/open.js';
 import { moveToStage } from '../cases/service.js';
 import { setContactAttribute } from '../contacts/service.js';
-import { addNote, clearHandling, setHandling } from '../conversations/service.js';
+import { addNote, clearHandling, lockConversationBusy, setHandling } from '../conversations/service.js';
 import type { Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
 import type { AccountRow, AgentRow, AutomationExecutionsTable, AutomationRow, ContactRow, ExecutionRow } from '../db/types.js';
@@ -175,8 +175,16 @@ async function die(c: Ctx, error: string, tries = c.row.tries): Promise<void> {
  * execution or an agent's running stretch (the caller answers 409).
  */
 export async function reviveExecution(trx: Trx, itemId: string, now: Date): Promise<boolean> {
-  const row = await trx
-    .updateTable('automation_executions as e')
+  const dead = await trx
+    .selectFrom('automation_executions as e')
+    .innerJoin('automations as a', 'a.id', 'e.automation_id')
+    .select(['e.conversation_id', 'a.id', 'a.name'])
+    .where('e.id', '=', itemId)
+    .where('e.status', '=', 'failed')
+    .executeTakeFirst();
+  if (!dead || (await lockConversationBusy(trx, dead.conversation_id))) return false;
+  await trx
+    .updateTable('automation_executions')
     .set({
       status: 'running',
       error: null,
@@ -188,32 +196,9 @@ export async function reviveExecution(trx: Trx, itemId: string, now: Date): Prom
       last_error: null,
       updated_at: now,
     })
-    .where('e.id', '=', itemId)
-    .where('e.status', '=', 'failed')
-    // One execution or agent stretch runs in a conversation (automations/triggers.ts).
-    .where(({ not, exists, or, selectFrom }) =>
-      not(
-        or([
-          exists(
-            selectFrom('automation_executions as o')
-              .select('o.id')
-              .whereRef('o.conversation_id', '=', 'e.conversation_id')
-              .where('o.status', '=', 'running'),
-          ),
-          exists(
-            selectFrom('agent_stretches as st')
-              .select('st.id')
-              .whereRef('st.conversation_id', '=', 'e.conversation_id')
-              .where('st.status', '=', 'running'),
-          ),
-        ]),
-      ),
-    )
-    .returning(['e.conversation_id', 'e.automation_id'])
-    .executeTakeFirst();
-  if (!row) return false;
-  const a = await trx.selectFrom('automations').select(['id', 'name']).where('id', '=', row.automation_id).executeTakeFirstOrThrow();
-  await setHandling(trx, row.conversation_id, { type: 'automation', id: a.id, name: a.name, caseId: null });
+    .where('id', '=', itemId)
+    .execute();
+  await setHandling(trx, dead.conversation_id, { type: 'automation', id: dead.id, name: dead.name, caseId: null });
   return true;
 }
 

@@ -1,6 +1,6 @@
 // Conversations: one contact on one channel number (decisions.md, "Cases").
 import { type RawBuilder, sql } from 'kysely';
-import type { Executor } from '../db/index.js';
+import type { Executor, Trx } from '../db/index.js';
 import type { ConversationRow, MessageRow, NoteRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { page } from '../http/schemas.js';
@@ -287,4 +287,19 @@ export async function conversationsForMany(
     WHERE account_id = ${k.accountId}::uuid AND channel = 'whatsapp' AND phone_number_id = ${k.phoneNumberId}::uuid
       AND social_account_id IS NULL AND contact_id = any(${k.contactIds}::uuid[])`.execute(trx);
   return new Map(rows.map((r) => [r.contact_id, r.id]));
+}
+
+/**
+ * Locks the conversation (docs/architecture.md "Lock order": before its executions and stretches)
+ * and answers whether an automation execution or an AI agent stretch runs in it: one of them at a
+ * time answers a conversation (automations/triggers.ts). An operator's retry of a dead one
+ * (admin/dead-letters.ts) puts it back only when this is false; the lock keeps a customer's
+ * message from starting another meanwhile.
+ */
+export async function lockConversationBusy(trx: Trx, conversationId: string): Promise<boolean> {
+  const { rows } = await sql<{ busy: boolean }>`
+    SELECT EXISTS (SELECT 1 FROM automation_executions e WHERE e.conversation_id = c.id AND e.status = 'running')
+        OR EXISTS (SELECT 1 FROM agent_stretches st WHERE st.conversation_id = c.id AND st.status = 'running') AS busy
+    FROM conversations c WHERE c.id = ${conversationId} FOR NO KEY UPDATE`.execute(trx);
+  return rows[0]?.busy ?? true;
 }

@@ -20,7 +20,7 @@ import { newId } from '../../src/lib/ids.js';
 import { startRuntime } from '../../src/runtime.js';
 import { type Receiver, startReceiver } from '../fakes/receiver.js';
 import { ADMIN_TOKEN, freshPhone, request, startTestApp, type TestAccount, type TestApp } from '../harness.js';
-import { spawnServer } from '../server-process.js';
+import { serverEnv, spawnServer } from '../server-process.js';
 
 const onPostgres = !!process.env.DATABASE_URL;
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -295,17 +295,11 @@ describe('a process killed (SIGKILL) in the middle of an http step', () => {
       cleanup.push(() => holder.close());
       dbEnv = { DATA_DIR: dir, DATABASE_URL: holder.databaseUrl };
     }
-    const env: Record<string, string> = {
+    const env = serverEnv({
       ...dbEnv,
-      ADMIN_TOKEN,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      SEED_DEMO: 'off',
-      SANDBOX_AUTO_STATUS: 'off',
-      LOG_LEVEL: 'silent',
       ALLOW_PRIVATE_WEBHOOKS: 'on',
       REDIS_KEY_PREFIX: `chasqui-auto-kill-${process.pid}`,
-    };
+    });
     const first = await spawnServer(env, (fn) => cleanup.push(fn));
     const admin = (method: string, path: string, body?: unknown) =>
       request(`${first.url}/admin/v1${path}`, method, body, { authorization: `Bearer ${ADMIN_TOKEN}` });

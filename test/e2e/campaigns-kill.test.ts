@@ -13,7 +13,7 @@ import { runJob } from '../../src/jobs/scheduler.js';
 import { type Runtime, startRuntime } from '../../src/runtime.js';
 import { type FakeGraph, startFakeGraph } from '../fakes/graph.js';
 import { ADMIN_TOKEN, freshPhone, request, startTestApp } from '../harness.js';
-import { spawnServer } from '../server-process.js';
+import { serverEnv, spawnServer } from '../server-process.js';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
@@ -40,17 +40,11 @@ async function waitFor(what: string, ok: () => boolean, ms: number): Promise<voi
 }
 
 async function scenario(graph: FakeGraph, dbEnv: Record<string, string>) {
-  const env: Record<string, string> = {
+  const env = serverEnv({
     ...dbEnv,
-    ADMIN_TOKEN,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    SEED_DEMO: 'off',
-    SANDBOX_AUTO_STATUS: 'off',
-    LOG_LEVEL: 'silent',
     GRAPH_API_URL: graph.url,
     REDIS_KEY_PREFIX: `chasqui-ckill-${process.pid}`,
-  };
+  });
   const first = await spawnServer(env, (fn) => cleanup.push(fn));
   const admin = (method: string, path: string, body?: unknown) =>
     request(`${first.url}/admin/v1${path}`, method, body, { authorization: `Bearer ${ADMIN_TOKEN}` });

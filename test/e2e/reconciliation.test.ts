@@ -16,7 +16,7 @@ import { IN_DOUBT_MS } from '../../src/messages/reconcile.js';
 import { type Runtime, startRuntime } from '../../src/runtime.js';
 import { type AcceptedSend, type FakeGraph, startFakeGraph } from '../fakes/graph.js';
 import { ADMIN_TOKEN, freshPhone, type Res, request, startTestApp, type TestApp } from '../harness.js';
-import { spawnServer } from '../server-process.js';
+import { serverEnv, spawnServer } from '../server-process.js';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
@@ -301,18 +301,12 @@ function tempDir(): string {
  * from Meta's status webhooks, and fails after 24 h what never got one.
  */
 async function crashScenario(graph: FakeGraph, dbEnv: Record<string, string>) {
-  const env: Record<string, string> = {
+  const env = serverEnv({
     ...dbEnv,
-    ADMIN_TOKEN,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    SEED_DEMO: 'off',
-    SANDBOX_AUTO_STATUS: 'off',
-    LOG_LEVEL: 'silent',
     GRAPH_API_URL: graph.url,
     GRAPH_TIMEOUT_MS: '60000',
     REDIS_KEY_PREFIX: `chasqui-recon-${process.pid}-${randomBytes(3).toString('hex')}`,
-  };
+  });
   const first = await spawnServer(env, (fn) => cleanup.push(fn));
   const a = await cloudAccount(first.url, graph);
   for (let i = 0; i < 2; i++) {

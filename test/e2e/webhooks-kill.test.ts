@@ -11,7 +11,7 @@ import { type Runtime, startRuntime } from '../../src/runtime.js';
 import { leaseMsFor } from '../../src/webhooks/dispatcher.js';
 import { type Receiver, startReceiver } from '../fakes/receiver.js';
 import { ADMIN_TOKEN, freshPhone, request, startTestApp } from '../harness.js';
-import { spawnServer } from '../server-process.js';
+import { serverEnv, spawnServer } from '../server-process.js';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
@@ -26,19 +26,13 @@ function tempDir(): string {
 }
 
 async function scenario(dbEnv: Record<string, string>) {
-  const env: Record<string, string> = {
+  const env = serverEnv({
     ...dbEnv,
-    ADMIN_TOKEN,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    SEED_DEMO: 'off',
-    SANDBOX_AUTO_STATUS: 'off',
-    LOG_LEVEL: 'silent',
     ALLOW_PRIVATE_WEBHOOKS: 'on',
     WEBHOOK_RETRY_SCHEDULE: '1,1,1',
     WEBHOOK_TIMEOUT_MS: '60000',
     REDIS_KEY_PREFIX: `chasqui-kill-${process.pid}`,
-  };
+  });
   const r: Receiver = await startReceiver({ hang: true });
   cleanup.push(() => r.close());
   const first = await spawnServer(env, (fn) => cleanup.push(fn));
