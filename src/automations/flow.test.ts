@@ -168,7 +168,7 @@ describe('validateFlow problems (automations.md: "A flow is validated when saved
     const headers = Object.fromEntries(Array.from({ length: 31 }, (_, i) => [`X-H${i}`, 'v']));
     expect(
       await problemsOf([
-        { id: 'h1', type: 'http', method: 'GET', url: '{{webhook.callback}}' },
+        { id: 'h1', type: 'http', method: 'GET', url: '{{{webhook.callback}}}' },
         { id: 'h2', type: 'http', method: 'GET', url: 'HTTP://example.com', headers },
       ]),
     ).toEqual([{ path: ['steps', 1, 'headers'], message: textFor('flow_http_headers_many', { max: 30 }) }]);

@@ -151,7 +151,8 @@ const HttpStep = z.strictObject({
     .string()
     .min(1)
     .max(2000)
-    .refine((u) => u === '' || /^(https?:\/\/|\{\{)/i.test(u), { message: textFor('flow_http_url') }),
+    .refine((u) => u === '' || /^(https?:\/\/|\{\{\{[^{}]*\}\}\})/i.test(u), { message: textFor('flow_http_url') })
+    .refine((u) => !/^https?:\/\/[^/?#]*\{\{\{/i.test(u), { message: textFor('flow_http_url_raw_host') }),
   headers: z
     .record(z.string().regex(HEADER_NAME), z.string(), {
       error: (iss) => (iss.code === 'invalid_key' ? textFor('flow_http_header_name') : undefined),

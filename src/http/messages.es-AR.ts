@@ -383,7 +383,11 @@ export const catalogue = {
   },
   flow_http_url: {
     status: 400,
-    text: 'La URL tiene que empezar con http:// o https://, o con una variable {{…}} que la contenga.',
+    text: 'La URL tiene que empezar con http:// o https://, o con una variable insertada tal cual {{{…}}} que la contenga.',
+  },
+  flow_http_url_raw_host: {
+    status: 400,
+    text: 'Una variable insertada tal cual {{{…}}} no puede ir en el servidor de la URL: usá {{…}} o ponela al principio con toda la dirección.',
   },
   flow_http_header_name: {
     status: 400,
@@ -604,6 +608,8 @@ export const httpStepReasons = {
   timeout: (ms: number) => `no respondió en ${ms} ms`,
   refused: 'la dirección es privada o local y no está permitida',
   url: 'la URL no es válida',
+  origin: 'una variable insertada tal cual ({{{…}}}) cambió el esquema o el servidor de la URL',
+  headerLineBreak: (name: string) => `el valor del encabezado ${name} tiene un salto de línea y no se mandó`,
   network: 'no se pudo conectar',
 };
 
