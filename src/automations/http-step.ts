@@ -59,9 +59,12 @@ const failed = (step: HttpStep, reason: string, status: number | null = null, bo
 /** `{{{ path }}}` (inserted raw) or `{{ path }}` (percent-encoded for where it falls). */
 const URL_PLACEHOLDER = /\{\{\{\s*([^{}]*?)\s*\}\}\}|\{\{\s*([^{}]*?)\s*\}\}/g;
 
+/** Lone surrogates (which encodeURIComponent refuses) become U+FFFD. */
+const wellFormed = (v: string): string => v.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+
 /** A value encoded so it stays inside its component: every character but A-Z a-z 0-9 - _ ~ escaped, dots too (`..` cannot climb). */
 const encodeComponent = (v: string): string =>
-  encodeURIComponent(v).replace(/[!'()*.]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  encodeURIComponent(wellFormed(v)).replace(/[!'()*.]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /** Characters the author may leave unescaped in a request target; anything else is percent-encoded. */
 const UNSAFE_IN_TARGET = /[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]/gu;
@@ -104,7 +107,7 @@ function requestTarget(rendered: string, url: URL): string {
   const hash = target.indexOf('#');
   if (hash !== -1) target = target.slice(0, hash);
   if (!target.startsWith('/')) target = `/${target}`;
-  return target.replace(UNSAFE_IN_TARGET, (c) => encodeURIComponent(c));
+  return wellFormed(target).replace(UNSAFE_IN_TARGET, (c) => encodeURIComponent(c));
 }
 
 /** A rendered header value that would split the request (CR, LF or NUL): its name, else null. */
