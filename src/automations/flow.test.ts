@@ -219,14 +219,30 @@ describe('validateFlow problems (automations.md: "A flow is validated when saved
     expect(asked).toEqual([OTHER]);
   });
 
-  it('a matches regex longer than 100 characters, that does not compile, or that is unsafe', async () => {
-    const cond = (value: string) => ({ id: `c${value.length}`, type: 'condition', if: { var: 'r', op: 'matches', value } });
-    const problems = await problemsOf([cond('a'.repeat(101)), cond('(abc'), cond('(a+)+$'), cond('^\\d{4}$')]);
+  it('a matches regex longer than 100 characters, or that does not compile', async () => {
+    const cond = (value: string, id = `c${value.length}`) => ({ id, type: 'condition', if: { var: 'r', op: 'matches', value } });
+    const problems = await problemsOf([cond('a'.repeat(101)), cond('(abc'), cond('^\\d{4}$')]);
     expect(problems).toEqual([
       { path: ['steps', 0, 'if', 'value'], message: textFor('flow_regex_too_long', { max: 100 }) },
       { path: ['steps', 1, 'if', 'value'], message: textFor('flow_regex_invalid') },
-      { path: ['steps', 2, 'if', 'value'], message: textFor('flow_regex_unsafe') },
     ]);
+  });
+
+  it('a matches regex RE2 cannot express (lookahead, lookbehind, backreference, huge repeats) is refused in Spanish', async () => {
+    const unsupported = ['(?=a)', '(?!a)b', '(?<=a)b', '(?<!a)b', '(a)\\1', '(a{100}){100}'];
+    const problems = await problemsOf(
+      unsupported.map((value, i) => ({ id: `c${i}`, type: 'condition', if: { var: 'r', op: 'matches', value } })),
+    );
+    expect(problems).toEqual(
+      unsupported.map((_, i) => ({ path: ['steps', i, 'if', 'value'], message: textFor('flow_regex_unsupported') })),
+    );
+    expect(textFor('flow_regex_unsupported')).toMatch(/^La expresión regular usa algo que no aceptamos.*Reescribila/);
+  });
+
+  it('nested repetitions are not refused: RE2 matches them in linear time', async () => {
+    const cond = (value: string, id: string) => ({ id, type: 'condition', if: { var: 'r', op: 'matches', value } });
+    const steps = [cond('(a|a)*b', 'a'), cond('(a+)+b', 'b'), cond('(x+x+)+y', 'c')];
+    expect((await validateFlow({ trigger: keyword, steps }, lookups())).ok).toBe(true);
   });
 
   it('"a cycle without an ask or wait in it": each one named by its step ids, self-loops included', async () => {
@@ -275,7 +291,7 @@ describe('validateFlow problems (automations.md: "A flow is validated when saved
         { id: 'b', type: 'wait', minutes: 0, next: 'a' },
         { id: 'b', type: 'set_attribute', attribute: 'x', value: 'y', next: 'loop' },
         { id: 'loop', type: 'send', text: 'de nuevo', next: 'loop' },
-        { id: 'c', type: 'condition', if: { var: 'x', op: 'matches', value: '(x+)+' }, then: 'nada' },
+        { id: 'c', type: 'condition', if: { var: 'x', op: 'matches', value: '(x)\\1' }, then: 'nada' },
         { id: 'g', type: 'agent', agentId: AGENT },
         { id: 'z', type: 'magia' },
       ],

@@ -2,13 +2,12 @@
 // trigger and of each step type, `validateFlow` (every problem of a flow at once, as a 400 lists
 // them) and the helpers the runner uses to walk a flow. Pure: the database is reached only
 // through the lookups the caller passes.
-import safeRegex from 'safe-regex2';
 import { z } from 'zod';
 import { ATTRIBUTE_KEY } from '../contacts/schemas.js';
 import type { ValidationProblem } from '../http/errors.js';
 import { textFor } from '../http/messages.es-AR.js';
 import { Uuid } from '../http/schemas.js';
-import { CONDITION_OPS, normalizeText } from './text.js';
+import { CONDITION_OPS, compilePattern, normalizeText } from './text.js';
 
 /** Steps one flow may hold. */
 export const MAX_STEPS = 200;
@@ -110,15 +109,15 @@ const AskStep = z.strictObject({
   timeoutNext: StepId.optional(),
 });
 
-/** The problem of a `matches` regex, or null: at most MAX_REGEX characters, compiles, and safe-regex2 finds it safe. */
+/**
+ * The problem of a `matches` regex, or null: at most MAX_REGEX characters and RE2 compiles it
+ * (text.ts compilePattern: matched in linear time, so no pattern can block the server).
+ */
 export function regexProblem(source: string): string | null {
   if (source.length > MAX_REGEX) return textFor('flow_regex_too_long', { max: MAX_REGEX });
-  try {
-    new RegExp(source, 'i');
-  } catch {
-    return textFor('flow_regex_invalid');
-  }
-  return safeRegex(source) ? null : textFor('flow_regex_unsafe');
+  const compiled = compilePattern(source);
+  if (compiled.ok) return null;
+  return textFor(compiled.problem === 'unsupported' ? 'flow_regex_unsupported' : 'flow_regex_invalid');
 }
 
 const ConditionIf = z

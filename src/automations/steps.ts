@@ -34,7 +34,7 @@ import type { Services } from '../services.js';
 import { emitEvent } from '../webhooks/outbox.js';
 import { nextOf, type Step, type StepOf } from './flow.js';
 import { httpStep } from './http-step.js';
-import { evaluateCondition, normalizeText, type TextContext as RenderContext, renderText } from './text.js';
+import { conditionOutcome, normalizeText, type TextContext as RenderContext, renderText } from './text.js';
 
 /** How long a claim holds an execution: longer than any one step (an http step is ≤ 15 s). */
 export const LEASE_MS = 120_000;
@@ -252,9 +252,11 @@ async function runStep(c: Ctx, step: Step, now: Date): Promise<'go' | 'rest'> {
         return { fail: r.error, detail, variables };
       });
     case 'condition': {
-      const yes = evaluateCondition(step.if, renderCtx(c));
+      // A regex saved before RE2 that it cannot compile (a lookahead…) is false, said in the log.
+      const { yes, problem } = conditionOutcome(step.if, renderCtx(c));
       const to = yes ? (step.then ?? next) : (step.else ?? next);
-      await write(c, { set: moveTo(to), log: { step, outcome: yes ? 'then' : 'else' }, count: true });
+      const detail = problem ? { reason: problem === 'unsupported' ? 'regex_unsupported' : 'regex_invalid' } : null;
+      await write(c, { set: moveTo(to), log: { step, outcome: yes ? 'then' : 'else', detail }, count: true });
       return 'go';
     }
     case 'set_attribute': {

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
   type Condition,
+  compilePattern,
+  conditionOutcome,
   evaluateCondition,
   keywordMatches,
   lookup,
@@ -170,5 +172,43 @@ describe('conditions (automations.md "condition": compares text after normalisin
     const long = ctx({ variables: { t: `${'a'.repeat(1000)}zzz` } });
     expect(is({ var: 't', op: 'matches', value: 'z' }, long)).toBe(false);
     expect(is({ var: 't', op: 'matches', value: '^a{1000}$' }, long)).toBe(true);
+  });
+
+  it('matches runs in linear time: (a|a)*b, (a+)+b, (x+x+)+y against 100,000 characters answer at once', () => {
+    for (const [pattern, text] of [
+      ['(a|a)*b', 'a'.repeat(100_000)],
+      ['(a+)+b', 'a'.repeat(100_000)],
+      ['(x+x+)+y', 'x'.repeat(100_000)],
+    ]) {
+      const compiled = compilePattern(pattern);
+      if (!compiled.ok) throw new Error(`${pattern} no compila`);
+      compiled.re.matcher('a'.repeat(1000)).find(); // warm-up
+      const t = performance.now();
+      expect(compiled.re.matcher(text).find()).toBe(false);
+      // Measured 10–60 ms for 100,000 characters on a shared 2-core machine; a backtracking engine
+      // takes minutes for 30.
+      expect(performance.now() - t).toBeLessThan(500);
+      const start = performance.now();
+      expect(is({ var: 't', op: 'matches', value: pattern }, ctx({ variables: { t: text } }))).toBe(false);
+      expect(performance.now() - start).toBeLessThan(50); // the condition reads 1,000 characters
+    }
+  });
+
+  it('matches: ordinary patterns still match as before (case-insensitive, over the normalised text)', () => {
+    const said = (t: string) => ctx({ variables: { t } });
+    expect(is({ var: 't', op: 'matches', value: '^\\d{4}$' }, said('1234'))).toBe(true);
+    expect(is({ var: 't', op: 'matches', value: '^\\d{4}$' }, said('12345'))).toBe(false);
+    expect(is({ var: 't', op: 'matches', value: 'pedido\\s*#?\\d+' }, said('Mi PEDIDO #4521 no llegó'))).toBe(true);
+    expect(is({ var: 't', op: 'matches', value: 'pedido\\s*#?\\d+' }, said('pedido#77'))).toBe(true);
+    expect(is({ var: 't', op: 'matches', value: 'pedido\\s*#?\\d+' }, said('un pedido'))).toBe(false);
+    expect(is({ var: 't', op: 'matches', value: 'ENVIO' }, said('¿Cuánto sale el envío?'))).toBe(true);
+  });
+
+  it('a matches regex RE2 cannot compile (saved before, e.g. a lookahead) is false, with the why', () => {
+    expect(conditionOutcome({ var: 'respuesta', op: 'matches', value: '(?=cual)' }, ctx())).toEqual({ yes: false, problem: 'unsupported' });
+    expect(conditionOutcome({ var: 'respuesta', op: 'matches', value: '(' }, ctx())).toEqual({ yes: false, problem: 'invalid' });
+    expect(conditionOutcome({ var: 'respuesta', op: 'matches', value: 'precio' }, ctx())).toEqual({ yes: true });
+    expect(compilePattern('(a)\\1')).toEqual({ ok: false, problem: 'unsupported' });
+    expect(compilePattern('(?<=a)b')).toEqual({ ok: false, problem: 'unsupported' });
   });
 });

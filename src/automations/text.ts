@@ -1,6 +1,7 @@
 // Text of automations (automations.md "Triggers" and "Steps"): the normaliser keywords and
 // conditions compare with, keyword matching, `{{…}}` templates and the `condition` step's
 // comparisons. Pure functions: no database, no clock.
+import { RE2JS } from 're2js';
 
 /** What templates and conditions read: the execution's variables, the contact's attributes and the contact. */
 export interface TextContext {
@@ -103,6 +104,38 @@ export interface Condition {
 /** The text a `matches` regex is tried against is cut to this many characters. */
 export const MATCH_INPUT_MAX = 1000;
 
+/**
+ * A `matches` regex compiled for RE2 (re2js), whose matching time is linear in the text whatever
+ * the pattern, so no customer message can block the server; or why it cannot be:
+ * `unsupported`, valid JavaScript that RE2 cannot express (backreferences, lookahead, lookbehind,
+ * repetitions over 1000); `invalid`, no regex at all. Used at save (flow.ts regexProblem) and at
+ * run (evaluateCondition); each pattern is compiled once (a bounded cache).
+ */
+type CompiledPattern = { ok: true; re: RE2JS } | { ok: false; problem: 'unsupported' | 'invalid' };
+
+const PATTERN_CACHE_MAX = 500;
+const patternCache = new Map<string, CompiledPattern>();
+
+export function compilePattern(source: string): CompiledPattern {
+  const hit = patternCache.get(source);
+  if (hit) return hit;
+  let compiled: CompiledPattern;
+  try {
+    compiled = { ok: true, re: RE2JS.compile(source, RE2JS.CASE_INSENSITIVE) };
+  } catch {
+    let js = true;
+    try {
+      new RegExp(source, 'i'); // compiled only to tell the two refusals apart, never run
+    } catch {
+      js = false;
+    }
+    compiled = { ok: false, problem: js ? 'unsupported' : 'invalid' };
+  }
+  if (patternCache.size >= PATTERN_CACHE_MAX) patternCache.delete(patternCache.keys().next().value as string);
+  patternCache.set(source, compiled);
+  return compiled;
+}
+
 /** A number written as "12", "-3.5" or with a decimal comma "1234,5"; null when it is not one. */
 export function parseNumber(s: string): number | null {
   const t = s.trim();
@@ -114,6 +147,13 @@ export function parseNumber(s: string): number | null {
 /** A condition's variable path: `respuesta`, or `{{respuesta}}` as a template would write it. */
 const variablePath = (v: string): string => v.trim().replace(/^\{\{\s*(.*?)\s*\}\}$/s, '$1');
 
+/** The outcome of a `condition` step: whether it holds, and why it is false when its regex no longer compiles. */
+interface ConditionOutcome {
+  yes: boolean;
+  /** Set when a `matches` regex saved before RE2 (e.g. with a lookahead) cannot be compiled now. */
+  problem?: 'unsupported' | 'invalid';
+}
+
 /**
  * The outcome of a `condition` step. Text comparisons normalise both sides as keywords do;
  * `value` is a template (`{{otra}}` compares two variables) except for `matches`, whose regex is
@@ -121,8 +161,18 @@ const variablePath = (v: string): string => v.trim().replace(/^\{\{\s*(.*?)\s*\}
  * normalised text, and a value that normalises to nothing contains nothing; `exists` is a present,
  * non-blank value; `gt`/`lt` compare numbers (a decimal comma is accepted) and are false when
  * either side is not one; `matches` is case-insensitive over the first 1,000 characters of the
- * normalised text, false for a regex that does not compile.
+ * normalised text, matched by RE2 in linear time, and false (with the problem) for a regex RE2
+ * does not compile.
  */
+export function conditionOutcome(cond: Condition, ctx: TextContext): ConditionOutcome {
+  if (cond.op !== 'matches') return { yes: evaluateCondition(cond, ctx) };
+  const compiled = compilePattern(cond.value ?? '');
+  if (!compiled.ok) return { yes: false, problem: compiled.problem };
+  const left = asText(lookup(variablePath(cond.var), ctx));
+  return { yes: compiled.re.matcher(normalizeText(left).slice(0, MATCH_INPUT_MAX)).find() };
+}
+
+/** Whether a `condition` step holds (conditionOutcome without the why). */
 export function evaluateCondition(cond: Condition, ctx: TextContext): boolean {
   const left = asText(lookup(variablePath(cond.var), ctx));
   const raw = cond.value ?? '';
@@ -144,14 +194,7 @@ export function evaluateCondition(cond: Condition, ctx: TextContext): boolean {
       if (a === null || b === null) return false;
       return cond.op === 'gt' ? a > b : a < b;
     }
-    case 'matches': {
-      let re: RegExp;
-      try {
-        re = new RegExp(raw, 'i');
-      } catch {
-        return false;
-      }
-      return re.test(normalizeText(left).slice(0, MATCH_INPUT_MAX));
-    }
+    case 'matches':
+      return conditionOutcome(cond, ctx).yes;
   }
 }

@@ -377,9 +377,9 @@ export const catalogue = {
     status: 400,
     text: 'La expresión regular no es válida. Revisá paréntesis, corchetes y barras invertidas.',
   },
-  flow_regex_unsafe: {
+  flow_regex_unsupported: {
     status: 400,
-    text: 'La expresión regular podría tardar demasiado (por ejemplo, repeticiones anidadas como (a+)+). Simplificala.',
+    text: 'La expresión regular usa algo que no aceptamos: referencias hacia atrás como \\1, lookahead (?=…) o (?!…), lookbehind (?<=…) o (?<!…), o repeticiones de más de 1000. Reescribila sin eso.',
   },
   flow_http_url: {
     status: 400,
