@@ -19,6 +19,9 @@
 // 11. A poison batch on the Cloud receiver (faults/poison-batch.ts): one batch failing on every try
 //    for our own reason among batches of 200 customers → exactly one dead letter after
 //    QUEUE_RETRY_SCHEDULE, 0 customers held, nothing else lost; retried after the fix, stored once.
+// 12. Hostile flows and agents (faults/hostile-flows.ts): a ReDoS pattern with a SIGKILL, a flow
+//    calling its own hook, customer text in a URL, unbounded model and flow output, wrong tokens on
+//    every door → 0 × 5xx, /healthz p99 ≤ 100 ms, 0 runaway executions.
 // `FAULTS_ONLY=automations` (or any comma-separated list of the names in main) runs some only.
 // Each prints a one-line verdict with its numbers; docs/reliability.md records them.
 // PostgreSQL and Redis "go away" through a cuttable TCP proxy (faults/proxy.ts): to the server
@@ -32,6 +35,7 @@ import { automationsKill } from './automations-kill.js';
 import { campaignsKill } from './campaigns-kill.js';
 import { fuzzOpenApi } from './fuzz.js';
 import { hostileClients } from './hostile-clients.js';
+import { hostileFlows } from './hostile-flows.js';
 import { fuzzInstagram } from './instagram-fuzz.js';
 import { POISON_SCHEDULE, poisonBatch } from './poison-batch.js';
 import { CuttableProxy } from './proxy.js';
@@ -361,6 +365,16 @@ async function poison() {
   }
 }
 
+async function flowsAndAgents() {
+  const { db, env } = await setup('hostileflows');
+  try {
+    const r = await hostileFlows(env);
+    verdict(r.ok, r.line);
+  } finally {
+    await db.drop();
+  }
+}
+
 async function agents() {
   for (const [tag, fn] of [
     ['agentsdown', agentsModelDown],
@@ -393,6 +407,7 @@ async function main() {
     ['campaigns', campaigns],
     ['receiver-kill', cloudReceiverKill],
     ['poison', poison],
+    ['hostile-flows', flowsAndAgents],
   ];
   for (const [name, fn] of tests) {
     if (only && !only.includes(name)) continue;
