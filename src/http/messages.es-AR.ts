@@ -124,7 +124,7 @@ export const catalogue = {
   automation_loop: {
     status: 508,
     text: (p) =>
-      `La automatización se llamó a sí misma en bucle: este pedido llega tras ${p.hop} automatizaciones encadenadas y se permiten ${p.max}. Revisá el paso http que llama a este webhook.`,
+      `La automatización se llamó a sí misma en bucle: este pedido es el salto ${p.hop} de una cadena de automatizaciones y se permiten ${p.max} saltos. Revisá el paso http que la vuelve a iniciar.`,
   },
   automation_start_rate: {
     status: 429,
@@ -626,7 +626,7 @@ export const httpStepReasons = {
   headerLineBreak: (name: string) => `el valor del encabezado ${name} tiene un salto de línea y no se mandó`,
   network: 'no se pudo conectar',
   loop: (hop: number | string, max: number) =>
-    `la automatización se llamó a sí misma en bucle: el webhook entrante rechazó el salto ${hop} (se permiten ${max} automatizaciones encadenadas); revisá que este paso no llame al webhook que la inicia`,
+    `la automatización se llamó a sí misma en bucle: se rechazó el salto ${hop} (se permiten ${max} saltos); revisá que este paso no vuelva a iniciar la automatización`,
 };
 
 /** Graph error codes of template refusals (the subject, "la plantilla", is the caller's text). */

@@ -88,7 +88,7 @@ describe('"a hop count carried on our own outgoing requests … past 3 hops → 
     expect(lastOne.error).toContain('se llamó a sí misma en bucle');
     const step = lastOne.steps.at(-1);
     expect(step).toMatchObject({ stepId: 'otra-vez', outcome: 'failed', detail: { status: 508 } });
-    expect(step.detail.reason).toMatch(/se llamó a sí misma en bucle: el webhook entrante rechazó el salto 4 \(se permiten 3/);
+    expect(step.detail.reason).toMatch(/se llamó a sí misma en bucle: se rechazó el salto 4 \(se permiten 3 saltos\)/);
     expect(step.detail.reason).not.toContain('no se pudo conectar');
   });
 
