@@ -111,7 +111,7 @@ describe('"a hop count carried on our own outgoing requests … past 3 hops → 
     expect(sent).toEqual(['1', '1', '3']);
   });
 
-  it('the hook: Chasqui-Hop 3 starts (the 4th chained execution), 4 is 508 Loop Detected with a Spanish error and starts nothing, a non-number is 400', async () => {
+  it('the hook (and the API start): Chasqui-Hop 3 starts (the 4th chained execution), 4 is 508 Loop Detected with a Spanish error and starts nothing, a non-number is 400', async () => {
     const acct = await app.createAccount();
     const a = await createFlow(acct, { name: 'Cadena', trigger: { type: 'webhook' }, steps: [{ id: 'e', type: 'end' }] });
     const token = tokenOf(a.webhookUrl);
@@ -123,6 +123,9 @@ describe('"a hop count carried on our own outgoing requests … past 3 hops → 
     const bad = await hook(token, { phone: freshPhone() }, { 'Chasqui-Hop': 'uno' });
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toContain('Chasqui-Hop');
+    // The API's start (an http step can call it with a key) reads it the same way.
+    const api = await acct.call('POST', `/automations/${a.id}/executions`, { to: freshPhone() }, { 'Chasqui-Hop': '4' });
+    expect(api.status).toBe(508);
     expect(await executions(acct, a.id)).toHaveLength(1);
   });
 });
@@ -188,5 +191,29 @@ describe('"a per-automation start rate (e.g. 600 a minute by default, operator-a
     expect(await refusals('automation_starts')).toBe(before + 1);
     const t = await app.admin('POST', `/accounts/${acct.id}/automations/${a.id}/test`, { to: freshPhone() });
     expect(t.status, JSON.stringify(t.body)).toBe(201);
+  });
+
+  const shared = Boolean(process.env.DATABASE_URL && process.env.REDIS_URL);
+
+  it.skipIf(!shared)('two app instances on one PostgreSQL + Redis share the start rate: 3 + 2 starts, then both answer 429', async () => {
+    const other = await startTestApp({ sameDataAs: app, clock: app.clock });
+    try {
+      const acct = await app.createAccount();
+      const a = await createFlow(acct, {
+        name: 'Dos',
+        trigger: { type: 'webhook' },
+        steps: [{ id: 'e', type: 'end' }],
+        startsPerMinute: 5,
+      });
+      nextMinute();
+      const token = tokenOf(a.webhookUrl);
+      const on = (t: TestApp) => request(`${t.url}/hooks/automations/${token}`, 'POST', { phone: freshPhone() });
+      for (let i = 0; i < 3; i++) expect((await on(app)).status).toBe(202);
+      for (let i = 0; i < 2; i++) expect((await on(other)).status).toBe(202);
+      expect((await on(other)).status).toBe(429);
+      expect((await on(app)).status).toBe(429);
+    } finally {
+      await other.close();
+    }
   });
 });
