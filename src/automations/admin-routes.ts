@@ -21,12 +21,21 @@ const Trigger = z
   .describe('{type: keyword, keywords, match} | {type: first_message} | {type: api} | {type: webhook} | {type: comment, keywords?}');
 const Steps = z.array(z.record(z.string(), z.unknown())).describe('1 to 200 steps (docs/automations.md "Steps"); validated as a whole');
 
+const StartsPerMinute = z
+  .number()
+  .int()
+  .min(1)
+  .max(100_000)
+  .nullable()
+  .describe('Starts a minute it may take (1–100,000); null: the default, 600 (docs/automations.md "Loops")');
+
 const AutomationCreate = z.strictObject({
   name: Name,
   status: z.enum(AUTOMATION_STATUSES).optional().describe('Default draft; only active automations start'),
   trigger: Trigger,
   steps: Steps,
   phoneNumberId: Uuid.nullable().optional().describe('The number it listens on and sends from; null: the account default'),
+  startsPerMinute: StartsPerMinute.optional(),
 });
 
 const AutomationPatch = z.strictObject({
@@ -35,6 +44,7 @@ const AutomationPatch = z.strictObject({
   trigger: Trigger.optional(),
   steps: Steps.optional(),
   phoneNumberId: Uuid.nullable().optional(),
+  startsPerMinute: StartsPerMinute.optional(),
 });
 
 const AutomationParams = z.object({ id: Uuid, automationId: Uuid });
@@ -82,7 +92,7 @@ export const automationAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/automations/:automationId',
     {
       schema: {
-        summary: 'Change name, status, trigger, steps or number (pausing cancels running executions)',
+        summary: 'Change name, status, trigger, steps, number or start rate (pausing cancels running executions)',
         tags: ['Operator'],
         params: AutomationParams,
         body: AutomationPatch,

@@ -14,6 +14,7 @@ import { numberForSend } from '../messages/send.js';
 import type { Services } from '../services.js';
 import { cancelRunning } from './cancel.js';
 import type { Step } from './flow.js';
+import { admitStart } from './loops.js';
 import { type ExecutionView, executionView, type StepLogView, stepLogView } from './view.js';
 
 export interface StartInput {
@@ -24,6 +25,8 @@ export interface StartInput {
   phoneNumberId?: string | undefined;
   variables?: Record<string, unknown> | undefined;
   trigger: 'api' | 'webhook' | 'test';
+  /** The Chasqui-Hop of the request that starts it (loops.ts); 0 without one. */
+  hop?: number | undefined;
 }
 
 /** How long a start through the API waits for a short flow to end before it answers. */
@@ -48,6 +51,8 @@ export async function insertExecution(
     test: boolean;
     /** A comment automation: the comment its first send answers privately. */
     replyCommentId?: string | null;
+    /** Started by a request carrying Chasqui-Hop (loops.ts). */
+    hop?: number;
   },
   now: Date,
 ): Promise<ExecutionRow | null> {
@@ -57,10 +62,10 @@ export async function insertExecution(
   const { rows } = await sql<ExecutionRow>`
     WITH e AS (
       INSERT INTO automation_executions (id, account_id, automation_id, conversation_id, contact_id, phone_number_id, status,
-        variables, current_step_id, state, test, trigger, reply_comment_id, run_at, started_at, updated_at)
+        variables, current_step_id, state, test, trigger, reply_comment_id, hop, run_at, started_at, updated_at)
       VALUES (${newId()}, ${e.automation.account_id}, ${e.automation.id}, ${e.conversationId}, ${e.contactId}, ${e.phoneNumberId},
         'running', ${JSON.stringify(e.variables)}::jsonb, ${e.firstStepId}, 'ready', ${e.test}, ${e.trigger}, ${e.replyCommentId ?? null},
-        ${now}, ${now}, ${now})
+        ${e.hop ?? 0}, ${now}, ${now}, ${now})
       ON CONFLICT (conversation_id) WHERE status = 'running' DO NOTHING
       RETURNING *),
     h AS (${handling} AND EXISTS (SELECT 1 FROM e))
@@ -72,7 +77,7 @@ export async function insertExecution(
  * Starts an execution for a phone (API, incoming webhook, operator test); the caller wakes the
  * runner or drives it: number (409s as POST
  * /messages), contact (created under the plan's limit: 402), conversation, the execution (409
- * when one runs). Only active automations start, except tests.
+ * when one runs), past the automation's start rate (429, loops.ts). Only active automations start, except tests.
  */
 export async function startExecution(s: Services, input: StartInput): Promise<ExecutionRow> {
   const { account, automation } = input;
@@ -80,6 +85,8 @@ export async function startExecution(s: Services, input: StartInput): Promise<Ex
   const phone = canonicalPhone(input.to);
   if (!phone.ok) throw invalid([input.trigger === 'webhook' ? 'phone' : 'to'], phone.message);
   const number = await numberForSend(s.db, account.id, input.phoneNumberId ?? automation.phone_number_id ?? undefined);
+  // The automation's start rate (an operator's test is not counted): 429 past it.
+  if (input.trigger !== 'test') await admitStart(s, automation);
   const now = s.clock.now();
   const { row, created } = await transaction(s.db, async (trx) => {
     const { contact, created } = await contactForSend(trx, account, phone.phone, now);
@@ -95,6 +102,7 @@ export async function startExecution(s: Services, input: StartInput): Promise<Ex
         variables: input.variables ?? {},
         trigger: input.trigger,
         test: input.trigger === 'test',
+        hop: input.hop ?? 0,
       },
       now,
     );

@@ -11,6 +11,7 @@ import { textFor } from '../http/messages.es-AR.js';
 import { errors, type RoutesFn, Uuid } from '../http/schemas.js';
 import { effectiveLimits, planHasApi } from '../limits/plans.js';
 import { startExecution } from './executions.js';
+import { hopOf } from './loops.js';
 import { automationByToken } from './service.js';
 
 const HookParams = z.object({ token: z.string().max(200).describe('The secret part of the webhook URL') });
@@ -25,7 +26,7 @@ export const automationHookRoutes: RoutesFn = (app, s) => {
         security: [],
         params: HookParams,
         body: z.unknown().describe('Any JSON object with `phone`; the whole object lands in variables.webhook'),
-        response: { 202: z.object({ executionId: Uuid }), ...errors(400, 402, 404, 409, 429) },
+        response: { 202: z.object({ executionId: Uuid }), ...errors(400, 402, 404, 409, 429, 508) },
       },
     },
     async (req, reply) => {
@@ -57,6 +58,7 @@ export const automationHookRoutes: RoutesFn = (app, s) => {
         to: phone,
         variables: { webhook: body },
         trigger: 'webhook',
+        hop: hopOf(req.headers),
       });
       s.automations.wake();
       return reply.code(202).send({ executionId: execution.id });

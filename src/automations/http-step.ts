@@ -6,6 +6,7 @@ import { executionErrors, httpStepReasons } from '../http/messages.es-AR.js';
 import type { Services } from '../services.js';
 import { isPrivateLiteral, PrivateAddressError } from '../webhooks/ssrf.js';
 import type { StepOf } from './flow.js';
+import { HOP_HEADER, MAX_HOPS, refusedHop } from './loops.js';
 import { asText, lookup, type TextContext as RenderContext, renderJson, renderText } from './text.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -114,7 +115,8 @@ function requestTarget(rendered: string, url: URL): string {
 const badHeader = (headers: Record<string, string>): string | null =>
   Object.entries(headers).find(([, v]) => /[\r\n\0]/.test(v))?.[0] ?? null;
 
-export async function httpStep(s: Services, agent: Agent, step: HttpStep, ctx: RenderContext): Promise<HttpStepResult> {
+/** `hop`: the execution's hop + 1, sent as Chasqui-Hop (loops.ts); the author's headers cannot set it. */
+export async function httpStep(s: Services, agent: Agent, step: HttpStep, ctx: RenderContext, hop: number): Promise<HttpStepResult> {
   const timeoutMs = step.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const rendered = renderUrl(step.url, ctx);
   let url: URL;
@@ -135,6 +137,7 @@ export async function httpStep(s: Services, agent: Agent, step: HttpStep, ctx: R
     headers['content-type'] ??= 'application/json';
   }
   headers['user-agent'] ??= 'Chasqui-Automations/1';
+  headers[HOP_HEADER] = String(hop);
   const broken = badHeader(headers);
   if (broken !== null) return failed(step, httpStepReasons.headerLineBreak(broken));
 
@@ -153,6 +156,8 @@ export async function httpStep(s: Services, agent: Agent, step: HttpStep, ctx: R
     const ct = res.headers['content-type'];
     const parsed = parseBody(text, Array.isArray(ct) ? ct[0] : ct);
     if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, result: { status: res.statusCode, body: parsed }, error: '' };
+    const loop = refusedHop(res.statusCode, res.headers);
+    if (loop !== null) return failed(step, httpStepReasons.loop(loop, MAX_HOPS), res.statusCode, parsed);
     return failed(step, httpStepReasons.status(res.statusCode), res.statusCode, parsed);
   } catch (err) {
     const e = err as Error & { code?: string; cause?: { code?: string } };

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { errors, IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { getExecutionRow, startAndSettle } from './executions.js';
+import { hopOf } from './loops.js';
 import { getAutomationRow, listAutomationRows } from './service.js';
 import { ExecutionView, executionView, PublicAutomationView, publicAutomationView } from './view.js';
 
@@ -41,7 +42,7 @@ export const automationRoutes: RoutesFn = (app, s) => {
         tags: ['Automations'],
         params: IdParams,
         body: StartBody,
-        response: { 201: ExecutionView, ...errors(400, 401, 402, 404, 409, 429) },
+        response: { 201: ExecutionView, ...errors(400, 401, 402, 404, 409, 429, 508) },
       },
     },
     async (req, reply) => {
@@ -54,6 +55,7 @@ export const automationRoutes: RoutesFn = (app, s) => {
         phoneNumberId: req.body.phoneNumberId,
         variables: req.body.variables,
         trigger: 'api',
+        hop: hopOf(req.headers),
       });
       return reply.code(201).send(execution);
     },

@@ -19,6 +19,8 @@ export interface AutomationInput {
   trigger: unknown;
   steps: unknown;
   phoneNumberId?: string | null | undefined;
+  /** Starts a minute (loops.ts); null: the default. */
+  startsPerMinute?: number | null | undefined;
 }
 
 export type AutomationPatch = Partial<AutomationInput>;
@@ -106,6 +108,7 @@ export async function insertAutomation(db: Executor, accountId: string, input: A
       phone_number_id: input.phoneNumberId ?? null,
       webhook_token: token,
       webhook_token_hash: token ? hashToken(token) : null,
+      starts_per_minute: input.startsPerMinute ?? null,
       created_at: now,
       updated_at: now,
     })
@@ -146,7 +149,7 @@ export const listAutomations = async (s: Services, accountId: string): Promise<A
   (await listAutomationRows(s.db, accountId)).map((a) => view(s, a));
 
 /**
- * Changes name, status, trigger, steps or number. A new trigger or new steps are validated with
+ * Changes name, status, trigger, steps, number or start rate. A new trigger or new steps are validated with
  * the rest of the flow. Leaving `active` (paused, draft) cancels the running executions; running
  * executions of an active automation whose steps change go on with the new steps (a step id that
  * no longer exists fails them). A trigger that becomes `webhook` gets a token; one that stops
@@ -176,6 +179,7 @@ export async function updateAutomation(s: Services, accountId: string, id: strin
         ...(patch.status !== undefined ? { status: patch.status } : {}),
         ...(flow ? { trigger: JSON.stringify(flow.trigger), steps: JSON.stringify(flow.steps) } : {}),
         ...(patch.phoneNumberId !== undefined ? { phone_number_id: patch.phoneNumberId } : {}),
+        ...(patch.startsPerMinute !== undefined ? { starts_per_minute: patch.startsPerMinute } : {}),
         webhook_token: token,
         webhook_token_hash: token ? hashToken(token) : null,
         updated_at: now,

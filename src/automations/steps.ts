@@ -244,7 +244,7 @@ async function runStep(c: Ctx, step: Step, now: Date): Promise<'go' | 'rest'> {
     }
     case 'http':
       return outbound(c, step, async () => {
-        const r = await httpStep(c.s, c.agent, step, renderCtx(c));
+        const r = await httpStep(c.s, c.agent, step, renderCtx(c), c.row.hop + 1);
         const variables = step.save ? { ...c.row.variables, [step.save]: r.result } : c.row.variables;
         if (r.ok) return { set: moveTo(next), variables, outcome: 'ok', detail: { status: r.result.status } };
         const detail = { reason: r.reason, status: r.result.status };

@@ -30,6 +30,8 @@ export interface InboundForAutomations {
   openCaseId: string | null;
   /** An opt-out message starts nothing. */
   optOut: boolean;
+  /** Counts a start against the automation's rate (loops.ts): false when over it (nothing starts). */
+  admitStart: (a: Pick<AutomationRow, 'id' | 'starts_per_minute'>) => Promise<boolean>;
 }
 
 export type InboundOutcome =
@@ -79,7 +81,7 @@ export async function automationForInbound(trx: Trx, m: InboundForAutomations, n
     UNION ALL
     SELECT 'candidates', NULL, NULL, NULL, COALESCE(jsonb_agg(jsonb_build_object(
         'id', a.id, 'name', a.name, 'account_id', a.account_id, 'trigger', a.trigger,
-        'phone_number_id', a.phone_number_id, 'first_step_id', a.steps->0->>'id')
+        'phone_number_id', a.phone_number_id, 'first_step_id', a.steps->0->>'id', 'starts_per_minute', a.starts_per_minute)
         ORDER BY a.created_at, a.id), '[]'::jsonb)
     FROM automations a
     WHERE NOT EXISTS (SELECT 1 FROM running) AND NOT EXISTS (SELECT 1 FROM stretch)
@@ -135,6 +137,8 @@ export async function automationForInbound(trx: Trx, m: InboundForAutomations, n
     if (first && (m.contactCreated || (await isFirstInbound(trx, m.contactId, m.messageId)))) chosen = first;
   }
   if (!chosen) return byAgent();
+  // Past the automation's start rate the message starts nothing (counted: chasqui_limit_refusals_total).
+  if (!(await m.admitStart(chosen))) return null;
   const row = await insertExecution(
     trx,
     {
@@ -160,6 +164,7 @@ interface Candidate {
   trigger: Trigger;
   phone_number_id: string | null;
   first_step_id: string | null;
+  starts_per_minute: number | null;
 }
 
 /**

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import type { AutomationRow, ExecutionRow, StepLogRow } from '../db/types.js';
 import { iso, Timestamp, Uuid } from '../http/schemas.js';
+import { startsPerMinute } from './loops.js';
 
 export const AUTOMATION_STATUSES = ['draft', 'active', 'paused'] as const;
 export const EXECUTION_STATUSES = ['running', 'completed', 'handed_off', 'failed', 'cancelled'] as const;
@@ -17,14 +18,18 @@ export const AutomationView = z
     steps: z.array(Json).describe('The flow (docs/automations.md, "Steps")'),
     phoneNumberId: Uuid.nullable().describe('The number it listens on and sends from; null: the account default'),
     webhookUrl: z.string().nullable().describe('The incoming webhook (trigger `webhook`); a secret: shown to the operator only'),
+    startsPerMinute: z
+      .number()
+      .int()
+      .describe('Starts a minute it may take (default 600; operator only): past it the webhook and the API answer 429'),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   })
   .describe('Automation');
 export type AutomationView = z.infer<typeof AutomationView>;
 
-/** GET /api/v1/automations shows neither the steps nor the webhook URL. */
-export const PublicAutomationView = AutomationView.omit({ steps: true, webhookUrl: true }).describe('Automation');
+/** GET /api/v1/automations shows neither the steps nor the webhook URL (nor the operator's start rate). */
+export const PublicAutomationView = AutomationView.omit({ steps: true, webhookUrl: true, startsPerMinute: true }).describe('Automation');
 
 export const ExecutionView = z
   .object({
@@ -69,13 +74,14 @@ export function automationView(a: AutomationRow, baseUrl: string): AutomationVie
     steps: a.steps,
     phoneNumberId: a.phone_number_id,
     webhookUrl: webhookUrlOf(baseUrl, a.webhook_token),
+    startsPerMinute: startsPerMinute(a),
     createdAt: a.created_at.toISOString(),
     updatedAt: a.updated_at.toISOString(),
   };
 }
 
 export const publicAutomationView = (a: AutomationRow) => {
-  const { steps: _s, webhookUrl: _w, ...rest } = automationView(a, '');
+  const { steps: _s, webhookUrl: _w, startsPerMinute: _r, ...rest } = automationView(a, '');
   return rest;
 };
 

@@ -10,7 +10,8 @@
 
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { automationForInbound } from '../automations/triggers.js';
+import { startAllowed } from '../automations/loops.js';
+import { automationForInbound, type InboundForAutomations } from '../automations/triggers.js';
 import { lockOpenCase, openCaseForInbound, stillOpenAt } from '../cases/open.js';
 import { getSocialAccountRow } from '../channel/social-accounts.js';
 import { queueClassification, wakeClassifier } from '../classification/queue.js';
@@ -119,6 +120,8 @@ interface Prepared {
   social: boolean;
   key: { phone: string } | { socialchat: string };
   wamid: string | null;
+  /** An automation's start rate (automations/loops.ts). */
+  admitStart: InboundForAutomations['admitStart'];
 }
 
 /** `message.received` data (decisions.md "Event data keys"). */
@@ -215,6 +218,7 @@ async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<Stored> {
           contactCreated: found.created,
           openCaseId: openCase && stillOpenAt(openCase, input.timestamp) ? openCase.id : null,
           optOut: via !== null,
+          admitStart: p.admitStart,
         },
         now,
       );
@@ -276,7 +280,7 @@ export async function receiveInbound(s: Services, input: InboundInput): Promise<
   const now = s.clock.now();
   let stored: Stored;
   try {
-    stored = await transaction(s.db, (trx) => storeInbound(trx, { input, social, key, wamid }, now));
+    stored = await transaction(s.db, (trx) => storeInbound(trx, { input, social, key, wamid, admitStart: (a) => startAllowed(s, a) }, now));
   } catch (err) {
     if (err instanceof AlreadyStored && wamid) {
       const dup = await existingByWamid(s.db, input.accountId, wamid);

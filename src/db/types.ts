@@ -387,6 +387,8 @@ export interface AutomationsTable {
   phone_number_id: string | null;
   webhook_token: string | null;
   webhook_token_hash: string | null;
+  /** Starts a minute this automation may take (null: the default, 600). */
+  starts_per_minute: Generated<number | null>;
   created_at: TsDefault;
   updated_at: TsDefault;
   deleted_at: Ts | null;
@@ -415,6 +417,8 @@ export interface AutomationExecutionsTable {
   trigger: string;
   /** A comment automation's execution: the comment its first send answers privately (then null). */
   reply_comment_id: Generated<string | null>;
+  /** Our own http steps chained before it (the Chasqui-Hop the incoming webhook read; 0 otherwise). */
+  hop: Generated<number>;
   run_at: Ts | null;
   claim: string | null;
   started_at: Ts;

@@ -117,6 +117,20 @@ export const catalogue = {
     text: 'Enviá el teléfono del contacto en el campo phone, en formato internacional (por ejemplo +5491123456789).',
   },
   automation_hook_object: { status: 400, text: 'El cuerpo tiene que ser un objeto JSON con el campo phone.' },
+  automation_hop_header: {
+    status: 400,
+    text: 'El encabezado Chasqui-Hop tiene que ser un número entero (0 o más). Sacalo si el pedido no viene de una automatización.',
+  },
+  automation_loop: {
+    status: 508,
+    text: (p) =>
+      `La automatización se llamó a sí misma en bucle: este pedido es el salto ${p.hop} de una cadena de automatizaciones y se permiten ${p.max} saltos. Revisá el paso http que la vuelve a iniciar.`,
+  },
+  automation_start_rate: {
+    status: 429,
+    text: (p) =>
+      `La automatización superó su límite de ${p.limit} inicios por minuto. Esperá un minuto y probá de nuevo; si necesitás más, pedí que suban el límite.`,
+  },
   // AI agents: the operator routes and the public list (src/agents)
   agent_not_found: { status: 404, text: 'No encontramos ese agente de IA en tu cuenta. Revisá el id.' },
   agent_model_missing: {
@@ -611,6 +625,8 @@ export const httpStepReasons = {
   origin: 'una variable insertada tal cual ({{{…}}}) cambió el esquema o el servidor de la URL',
   headerLineBreak: (name: string) => `el valor del encabezado ${name} tiene un salto de línea y no se mandó`,
   network: 'no se pudo conectar',
+  loop: (hop: number | string, max: number) =>
+    `la automatización se llamó a sí misma en bucle: se rechazó el salto ${hop} (se permiten ${max} saltos); revisá que este paso no vuelva a iniciar la automatización`,
 };
 
 /** Graph error codes of template refusals (the subject, "la plantilla", is the caller's text). */

@@ -28,6 +28,9 @@ class NoLimiter implements Limiter {
   async admitMessage() {
     return null;
   }
+  async admitAutomationStart() {
+    return true;
+  }
   announceForget() {}
   onForget() {}
   async redisHealth() {

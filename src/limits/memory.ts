@@ -35,6 +35,8 @@ export class MemoryLimiter implements Limiter {
   private messages = new Map<string, Window>();
   /** MCP tool calls per AI app. */
   private appCalls = new Map<string, Window>();
+  /** Starts per automation. */
+  private starts = new Map<string, Window>();
   private calls = new Map<string, CallsState>();
   private loading = new Map<string, Promise<CallsState>>();
   private ips = new Map<string, IpState>();
@@ -99,6 +101,13 @@ export class MemoryLimiter implements Limiter {
     if (cap !== null && w.n + 1 > cap) return messageCapError(cap);
     w.n += 1;
     return null;
+  }
+
+  async admitAutomationStart(automationId: string, perMinute: number): Promise<boolean> {
+    const w = current(this.starts, automationId, windowStart(this.clock.ms()));
+    if (w.n + 1 > perMinute) return false;
+    w.n += 1;
+    return true;
   }
 
   /** One process: its own caches were told already. */

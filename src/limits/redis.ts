@@ -4,6 +4,7 @@
 //   <p>:req:<account>:<windowStartMs>    requests in a one-minute window        (PX 120 s)
 //   <p>:msg:<account>:<windowStartMs>    sends in the window (POST /messages, AI apps) (PX 120 s)
 //   <p>:mcp:<app>:<windowStartMs>        an AI app's MCP tool calls in the window (PX 120 s)
+//   <p>:start:<automation>:<windowStartMs> an automation's starts in the window  (PX 120 s)
 //   <p>:calls:<account>:<periodStartMs>  API calls of the quota month           (to period end + 35 d)
 //   <p>:bad:<ip>                         invalid keys: hash {s: first hit, n}    (PX 120 s)
 //   <p>:block:<ip>                       IP blocked until (ms of the clock)      (PX 120 s)
@@ -211,6 +212,12 @@ export class RedisLimiter implements Limiter {
     const r = await this.take(this.key('msg', ctx.accountId, windowStart(this.clock.ms())), cap, 1);
     if (r === null) return this.fallback.admitMessage(ctx);
     return r.ok ? null : messageCapError(cap);
+  }
+
+  async admitAutomationStart(automationId: string, perMinute: number): Promise<boolean> {
+    const r = await this.take(this.key('start', automationId, windowStart(this.clock.ms())), perMinute, 1);
+    if (r === null) return this.fallback.admitAutomationStart(automationId, perMinute);
+    return r.ok;
   }
 
   /** Counts `k` on a window counter when they fit under `cap`; null when Redis cannot be asked (use the fallback). */

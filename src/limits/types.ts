@@ -56,6 +56,11 @@ export interface Limiter {
    */
   admitMessage(ctx: AccountLimitsCtx): Promise<ApiError | null>;
   /**
+   * One start of an automation (docs/automations.md "Loops"): counted in the automation's
+   * one-minute window when it fits under `perMinute`, else refused (false) and not counted.
+   */
+  admitAutomationStart(automationId: string, perMinute: number): Promise<boolean>;
+  /**
    * Tells every process that an account's credentials changed (a key revoked, an app
    * disconnected, a plan changed), so their token caches forget it now rather than within their
    * TTL: through Redis when configured; a single process needs nothing.

@@ -45,6 +45,7 @@ describe('"Operator API: CRUD"', () => {
       steps,
       phoneNumberId: null,
       webhookUrl: null,
+      startsPerMinute: 600,
       createdAt: app.clock.now().toISOString(),
       updatedAt: app.clock.now().toISOString(),
     });

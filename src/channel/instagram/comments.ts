@@ -6,6 +6,7 @@
 // conversation is open. Meta re-sends: a comment id seen before changes nothing.
 import { insertExecution } from '../../automations/executions.js';
 import type { Trigger } from '../../automations/flow.js';
+import { startAllowed } from '../../automations/loops.js';
 import { keywordMatches } from '../../automations/text.js';
 import { contactForInbound, contactView, fillProfileName, fillSocialUsername } from '../../contacts/service.js';
 import { conversationFor } from '../../conversations/service.js';
@@ -79,7 +80,7 @@ export async function receiveComment(s: Services, c: CommentInput): Promise<Comm
     if (conversation.handling_type === null) {
       const candidates = await trx
         .selectFrom('automations')
-        .select(['id', 'name', 'account_id', 'trigger', 'steps'])
+        .select(['id', 'name', 'account_id', 'trigger', 'steps', 'starts_per_minute'])
         .where('account_id', '=', c.accountId)
         .where('status', '=', 'active')
         .where('deleted_at', 'is', null)
@@ -92,7 +93,8 @@ export async function receiveComment(s: Services, c: CommentInput): Promise<Comm
         const t = a.trigger as Extract<Trigger, { type: 'comment' }>;
         return !t.keywords?.length || keywordMatches({ keywords: t.keywords, match: 'contains' }, c.text);
       });
-      if (chosen) {
+      // Past the automation's start rate the comment starts nothing (automations/loops.ts).
+      if (chosen && (await startAllowed(s, chosen))) {
         const steps = chosen.steps as { id: string }[];
         const row = await insertExecution(
           trx,
