@@ -7,8 +7,6 @@
 
 import { randomUUID } from 'node:crypto';
 import { type Insertable, sql } from 'kysely';
-import { endStretchByTeam } from '../agents/stretches.js';
-import { cancelRunning } from '../automations/cancel.js';
 import { answererOf, recordAnswer } from '../cases/handled-by.js';
 import { lockOpenCase } from '../cases/open.js';
 import { sendInstagram } from '../channel/instagram/send.js';
@@ -18,7 +16,6 @@ import { assertContactRoom, getContact, markMarketingOptOut, sendContactCtes } f
 import {
   getConversationRow,
   sendConversationCtes,
-  setHandling,
   touchInboundWindow,
   WINDOW_MS,
   windowOpen,
@@ -56,9 +53,18 @@ export interface SendOrigin {
   /**
    * Runs inside the transaction that stores the message, after its insert: an automation records
    * its step as started there (docs/automations.md "Durability"), so the step's start and the
-   * message commit together, before the provider call. Throwing rolls the message back.
+   * message commit together, before the provider call; a team member's reply takes the
+   * conversation over (conversations/team.ts). Throwing rolls the message back.
    */
-  inTransaction?: (trx: Trx, messageId: string) => Promise<void>;
+  inTransaction?: (trx: Trx, messageId: string, stored: StoredSend) => Promise<void>;
+}
+
+/** What the send's transaction holds when `origin.inTransaction` runs. */
+export interface StoredSend {
+  conversationId: string;
+  /** The conversation's open case (locked; it records who answered), or null. */
+  openCaseId: string | null;
+  now: Date;
 }
 
 /**
@@ -71,17 +77,6 @@ async function recordAnswerer(trx: Trx, conversationId: string, origin: SendOrig
   const agent = origin.source === 'agent' && origin.by?.id ? { id: origin.by.id, name: origin.by.name } : undefined;
   await recordAnswer(trx, open, answererOf(origin.source), now, agent);
   return open.id;
-}
-
-/**
- * After the message insert, a team member's reply takes the conversation over: its running
- * execution is cancelled, its agent's stretch ends ("Intervino el equipo") and the conversation
- * shows the team as handling it while the case lasts. Returns whether a stretch ended.
- */
-async function teamTakesOver(trx: Trx, conversationId: string, by: SendOrigin['by'], openCaseId: string | null, now: Date) {
-  await cancelRunning(trx, { conversationId }, now);
-  await setHandling(trx, conversationId, { type: 'team', id: by?.id ?? null, name: by?.name ?? '', caseId: openCaseId });
-  return (await endStretchByTeam(trx, conversationId, now)) !== null;
 }
 
 /**
@@ -388,8 +383,8 @@ function refusal(w: SendWrite, written: Written): never {
 /**
  * Inside a send's transaction, after the contact's and the conversation's locks: the outbound
  * message, `pending`, with who wrote it. A send of an automation, an agent or the team records
- * who answered the open case first, the team's takes the conversation over after the insert, and
- * `origin.inTransaction` runs last (docs/architecture.md "Lock order").
+ * who answered the open case first, and `origin.inTransaction` runs after the insert (the team's
+ * takes the conversation over there: docs/architecture.md "Lock order").
  */
 async function insertOutbound(
   trx: Trx,
@@ -412,8 +407,7 @@ async function insertOutbound(
     })
     .returningAll()
     .executeTakeFirstOrThrow();
-  if (origin?.source === 'team') await teamTakesOver(trx, conversationId, origin.by, openCaseId, now);
-  if (origin?.inTransaction) await origin.inTransaction(trx, message.id);
+  if (origin?.inTransaction) await origin.inTransaction(trx, message.id, { conversationId, openCaseId, now });
   return message;
 }
 
