@@ -5,11 +5,9 @@
 // under a contact limit) → provider.send outside any transaction → store wamid and `sent` → apply
 // early reports.
 
-import { randomUUID } from 'node:crypto';
 import { type Insertable, sql } from 'kysely';
 import { answererOf, recordAnswer } from '../cases/handled-by.js';
 import { lockOpenCase } from '../cases/open.js';
-import { sendInstagram } from '../channel/instagram/send.js';
 import { throughputBusyError, throughputBusyReason } from '../channel/paced.js';
 import { ProviderError, ThroughputBusy } from '../channel/types.js';
 import { assertContactRoom, getContact, markMarketingOptOut, sendContactCtes } from '../contacts/service.js';
@@ -524,28 +522,18 @@ export async function sendInConversation(s: Services, account: AccountRow, input
       now,
     );
   });
-  const userId = contact.socialchat_id;
+  const provider = s.channels.social(social.provider);
+  const to = commentId !== null ? { commentId } : { userId: contact.socialchat_id };
   const sent = await deliver(
     s,
     pending,
     async () => {
-      if (social.provider !== 'instagram') return `mid.SBX${randomUUID().replace(/-/g, '').toUpperCase()}`;
-      const r = await sendInstagram(
-        {
-          baseUrl: s.config.INSTAGRAM_API_URL,
-          igUserId: social.ig_user_id ?? '',
-          accessToken: social.access_token ?? '',
-          timeoutMs: s.config.GRAPH_TIMEOUT_MS,
-          observe: (seconds) => s.metrics.providerRequest('instagram', 'send', seconds),
-        },
-        commentId !== null ? { commentId } : { userId },
-        text,
-      );
-      return r.mid;
+      const r = await provider.send({ messageId: pending.id, from: social, to, text });
+      s.metrics.messageSent('instagram', social.provider);
+      return r.wamid;
     },
     true,
   );
-  s.metrics.messageSent('instagram', social.provider);
   // The private reply is out: the conversation is open (spec social.md "Comment").
   if (commentId !== null) await touchInboundWindow(s.db, conversation.id, now);
   return sent;
