@@ -16,7 +16,7 @@ import type { PhoneNumberRow, TemplateRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
 import { asProviderError, dropUnsent, insertCampaignMessages, providerApiError, storeSendOutcomes } from '../messages/batch.js';
-import { numberForSend, resolveVariables, templateForSend } from '../messages/send.js';
+import { numberForSend, resolveVariables, templateForSend } from '../messages/send-from.js';
 import { applyEarlyStatusesOf } from '../messages/status.js';
 import type { Services } from '../services.js';
 import { emitEvent } from '../webhooks/outbox.js';
