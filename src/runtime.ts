@@ -16,9 +16,11 @@ import { stopCampaignSends } from './campaigns/sender.js';
 import { CloudProvider } from './channel/cloud/provider.js';
 import { processQueuedCloud } from './channel/cloud/receiver.js';
 import { InboundWorker } from './channel/inbound-queue.js';
-import { closeInstagramSend } from './channel/instagram/send.js';
+import { instagramThrottled } from './channel/instagram/errors.js';
+import { InstagramProvider } from './channel/instagram/send.js';
 import { Channels } from './channel/registry.js';
 import { SandboxProvider } from './channel/sandbox/provider.js';
+import { SandboxSocialProvider } from './channel/sandbox/social.js';
 import { stopClassifier } from './classification/queue.js';
 import type { Config } from './config.js';
 import { type OpenDb, openDatabase } from './db/index.js';
@@ -148,6 +150,8 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
   services.inbound = inbound;
   channels.register(new SandboxProvider(services));
   channels.register(new CloudProvider(services));
+  channels.registerSocial(new SandboxSocialProvider());
+  channels.registerSocial(new InstagramProvider(services), instagramThrottled);
 
   const demo = config.seedDemo ? await seedDemoIfEmpty(database.db, clock.now()) : null;
   const app = await buildApp(services);
@@ -219,7 +223,6 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       await agents.stop();
       await dispatcher.stop();
       await channels.close();
-      await closeInstagramSend();
       await services.usage.close();
       await services.limiter.close();
       await database.close();

@@ -6,7 +6,7 @@
 //
 // Locks, in the order of docs/architecture.md: the conversation, then its open case, then the
 // stretch row, then events.
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { lockOpenCase, openCaseOf } from '../cases/open.js';
 import { markAgentGoal, markHandedOff } from '../cases/service.js';
 import { addNote, clearHandling, lockConversationBusy, setHandling } from '../conversations/service.js';
@@ -64,6 +64,20 @@ export async function startStretch(trx: Trx, n: NewStretch, now: Date): Promise<
   await setHandling(trx, n.conversationId, { type: 'agent', id: n.agent.id, name: n.agent.name, caseId: null });
   return row.id;
 }
+
+/**
+ * The inbound statement's step for the conversation's running stretch (automations/triggers.ts
+ * composes it as a WITH clause): it learns a message came in (`pending`, `last_activity_at`) and
+ * is due at once when no runner holds it — unless `unless` finds a row (a running execution takes
+ * the message instead). Returns the stretch's id and claim.
+ */
+export const stretchMessageSql = (conversationId: string, now: Date, unless: RawBuilder<unknown>) => sql`
+      UPDATE agent_stretches
+      SET pending = true, last_activity_at = ${now},
+          run_at = CASE WHEN claim IS NULL THEN ${now}::timestamptz ELSE run_at END,
+          updated_at = ${now}
+      WHERE conversation_id = ${conversationId} AND status = 'running' AND NOT EXISTS (${unless})
+      RETURNING id, claim`;
 
 /**
  * How a stretch ends. `data`: the goal's fields obtained (all the required ones on a goal; on a

@@ -2,6 +2,7 @@
 // conversation, the operator stops it, or its automation is paused or deleted. No event.
 // A runner that is in the middle of one of its steps finds its claim gone when it writes the
 // step's end (every write checks `status = 'running'` and the claim) and stops there.
+import { clearHandling, lockConversations } from '../conversations/service.js';
 import type { Executor } from '../db/index.js';
 
 export type CancelTarget = { conversationId: string } | { automationId: string } | { executionId: string };
@@ -19,9 +20,8 @@ export async function cancelRunning(trx: Executor, target: CancelTarget, now: Da
   else find = find.where('id', '=', target.executionId);
   const running = await find.execute();
   if (running.length === 0) return [];
-  const conversationIds = [...new Set(running.map((r) => r.conversation_id))].sort();
   // The conversations first (lock 3), then their executions: the inbound path's order.
-  await trx.selectFrom('conversations').select('id').where('id', 'in', conversationIds).orderBy('id').forNoKeyUpdate().execute();
+  await lockConversations(trx, [...new Set(running.map((r) => r.conversation_id))]);
   const rows = await trx
     .updateTable('automation_executions')
     .set({ status: 'cancelled', ended_at: now, run_at: null, claim: null, updated_at: now })
@@ -34,16 +34,11 @@ export async function cancelRunning(trx: Executor, target: CancelTarget, now: Da
     .returning(['id', 'conversation_id'])
     .execute();
   if (rows.length === 0) return [];
-  await trx
-    .updateTable('conversations')
-    .set({ handling_type: null, handling_id: null, handling_name: null, handling_case_id: null })
-    .where(
-      'id',
-      'in',
-      rows.map((r) => r.conversation_id),
-    )
-    .where('handling_type', '=', 'automation')
-    .execute();
+  await clearHandling(
+    trx,
+    rows.map((r) => r.conversation_id),
+    'automation',
+  );
   // Their unread input is dropped with them.
   await trx
     .deleteFrom('automation_inputs')

@@ -10,7 +10,7 @@ import type { AccountRow, AutomationRow, ExecutionRow } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
 import { isUuid, newId } from '../lib/ids.js';
 import { canonicalPhone } from '../lib/phone.js';
-import { numberForSend } from '../messages/send.js';
+import { numberForSend } from '../messages/send-from.js';
 import type { Services } from '../services.js';
 import { cancelRunning } from './cancel.js';
 import type { Step } from './flow.js';

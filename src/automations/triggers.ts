@@ -6,7 +6,7 @@
 // else a first_message automation for a contact's first message, else the receiving number's
 // agent (when active) starts a stretch.
 import { sql } from 'kysely';
-import { startStretch } from '../agents/stretches.js';
+import { startStretch, stretchMessageSql } from '../agents/stretches.js';
 import type { Trx } from '../db/index.js';
 import type { AgentRow, AutomationRow, ConversationRow, PhoneNumberRow, SocialAccountRow } from '../db/types.js';
 import { insertExecution } from './executions.js';
@@ -68,13 +68,7 @@ export async function automationForInbound(trx: Trx, m: InboundForAutomations, n
           updated_at = ${now}
       WHERE conversation_id = ${c.id} AND status = 'running'
       RETURNING id, claim, state),
-    stretch AS (
-      UPDATE agent_stretches
-      SET pending = true, last_activity_at = ${now},
-          run_at = CASE WHEN claim IS NULL THEN ${now}::timestamptz ELSE run_at END,
-          updated_at = ${now}
-      WHERE conversation_id = ${c.id} AND status = 'running' AND NOT EXISTS (SELECT 1 FROM running)
-      RETURNING id, claim)
+    stretch AS (${stretchMessageSql(c.id, now, sql`SELECT 1 FROM running`)})
     SELECT 'execution' AS kind, r.id, r.claim, r.state, NULL::jsonb AS data FROM running r
     UNION ALL
     SELECT 'stretch', st.id, st.claim, NULL, NULL FROM stretch st

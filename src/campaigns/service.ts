@@ -9,7 +9,7 @@ import type { Executor, Trx } from '../db/index.js';
 import type { AccountRow, CampaignRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { isUuid, newId } from '../lib/ids.js';
-import { numberForSend, templateForSend } from '../messages/send.js';
+import { numberForSend, templateForSend } from '../messages/send-from.js';
 import type { Services } from '../services.js';
 import type { CampaignInput, CampaignView } from './schemas.js';
 

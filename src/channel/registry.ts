@@ -1,23 +1,35 @@
-// The providers of this process, by name (decisions.md, "Channel"). Sends go through `get`: each
-// provider wrapped so that every send of a number takes the number's slot first (paced.ts).
+// The providers of this process, by name (decisions.md, "Channel"). Sends go through `get` (a
+// number's) and `social` (a social account's): each provider wrapped so that every send takes its
+// sender's slot first (paced.ts).
 import type { PhoneNumberRow } from '../db/types.js';
 import type { Pacer } from '../limits/pacer.js';
-import { PacedProvider } from './paced.js';
-import type { ChannelProvider, ChannelRegistry } from './types.js';
+import { INSTAGRAM_PER_SECOND, numberPacing, PacedProvider } from './paced.js';
+import type { ChannelProvider, ChannelRegistry, ProviderError, SendRequest, SocialProvider, SocialSendRequest } from './types.js';
 
 export class Channels implements ChannelRegistry {
-  private readonly providers = new Map<string, PacedProvider>();
+  private readonly providers = new Map<string, PacedProvider<SendRequest, ChannelProvider>>();
+  private readonly socialProviders = new Map<string, PacedProvider<SocialSendRequest, SocialProvider>>();
   constructor(
     private readonly pacer: Pacer,
-    /** How long a send waited for its number's slot (the metrics' pacer histogram). */
+    /** How long a send waited for its sender's slot (the metrics' pacer histogram). */
     private readonly waited: (seconds: number) => void = () => {},
   ) {}
   register(p: ChannelProvider): void {
-    this.providers.set(p.name, new PacedProvider(p, this.pacer, this.waited));
+    this.providers.set(p.name, new PacedProvider(p, this.pacer, numberPacing, this.waited));
+  }
+  /** `throttled`: the provider's answer that the account went too fast (it slows the account down). */
+  registerSocial(p: SocialProvider, throttled: (err: ProviderError) => boolean = () => false): void {
+    const pacing = { tier: () => INSTAGRAM_PER_SECOND, throttled };
+    this.socialProviders.set(p.name, new PacedProvider(p, this.pacer, pacing, this.waited));
   }
   get(name: string): ChannelProvider {
     const p = this.providers.get(name);
     if (!p) throw new Error(`channel provider "${name}" is not configured`);
+    return p;
+  }
+  social(name: string): SocialProvider {
+    const p = this.socialProviders.get(name);
+    if (!p) throw new Error(`social channel provider "${name}" is not configured`);
     return p;
   }
   async slot(number: PhoneNumberRow, maxWaitMs: number): Promise<boolean> {
@@ -27,10 +39,13 @@ export class Channels implements ChannelRegistry {
     return ok;
   }
   unpaced(name: string): ChannelProvider {
-    return (this.get(name) as PacedProvider).inner;
+    const p = this.providers.get(name);
+    if (!p) throw new Error(`channel provider "${name}" is not configured`);
+    return p.inner;
   }
   async close(): Promise<void> {
     for (const p of this.providers.values()) await p.close();
+    for (const p of this.socialProviders.values()) await p.close();
     await this.pacer.close();
   }
 }

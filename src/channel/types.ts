@@ -1,6 +1,7 @@
 // The channel provider boundary (decisions.md, "Channel"): the sandbox and the WhatsApp Cloud API
-// implement it; the send path and the inbound path never know which one they talk to.
-import type { PhoneNumberRow, TemplateVariable } from '../db/types.js';
+// implement it for WhatsApp numbers, the sandbox and Instagram for social accounts; the send path
+// and the inbound path never know which one they talk to.
+import type { PhoneNumberRow, SocialAccountRow, TemplateVariable } from '../db/types.js';
 
 export interface OutboundTemplate {
   id: string;
@@ -37,7 +38,22 @@ export interface SendRequest {
   slotTaken?: boolean;
 }
 
+/**
+ * A send on the social channel (docs/instagram.md "Outbound"): one text from a social account to a
+ * user's Instagram-scoped id, or a comment's one private reply. Paced per social account like a
+ * number's sends (`maxWaitMs`, `slotTaken` as in SendRequest).
+ */
+export interface SocialSendRequest {
+  messageId: string;
+  from: SocialAccountRow;
+  to: { userId: string } | { commentId: string };
+  text: string;
+  maxWaitMs?: number;
+  slotTaken?: boolean;
+}
+
 export interface SendResult {
+  /** The provider's message id (a WhatsApp wamid, an Instagram mid), kept in `messages.wamid`. */
   wamid: string;
 }
 
@@ -63,6 +79,7 @@ export class ProviderError extends Error {
  */
 export class ThroughputBusy extends Error {
   constructor(
+    /** The number (or the social account) whose slots are taken. */
     readonly phoneNumberId: string,
     /** The number's tier (messages a second). */
     readonly perSecond: number,
@@ -79,9 +96,18 @@ export interface ChannelProvider {
   close?(): Promise<void>;
 }
 
+/** A provider of social accounts (`social_accounts.provider`): the sandbox's, Instagram's. */
+export interface SocialProvider {
+  readonly name: 'sandbox' | 'instagram';
+  send(req: SocialSendRequest): Promise<SendResult>;
+  close?(): Promise<void>;
+}
+
 export interface ChannelRegistry {
   /** The provider whose sends are paced per number (every send goes through it). */
   get(name: string): ChannelProvider;
+  /** The social account's provider, its sends paced per social account. */
+  social(name: string): SocialProvider;
   /** The provider itself, for what is not a send (the Cloud API's template sync). */
   unpaced(name: string): ChannelProvider;
   /**

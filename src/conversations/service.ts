@@ -141,13 +141,30 @@ export async function teamTakesCase(trx: Executor, conversationId: string, caseI
     .execute();
 }
 
-/** Clears the handling when it is still of this type (an execution ending leaves a team's handling alone). */
-export async function clearHandling(trx: Executor, conversationId: string, type: 'automation' | 'agent'): Promise<void> {
+/**
+ * Clears the handling of one conversation or several when it is still of this type (an execution
+ * ending leaves a team's handling alone); the caller holds their locks (lockConversations).
+ */
+export async function clearHandling(trx: Executor, conversationId: string | string[], type: 'automation' | 'agent'): Promise<void> {
+  const ids = typeof conversationId === 'string' ? [conversationId] : conversationId;
+  if (ids.length === 0) return;
   await trx
     .updateTable('conversations')
     .set({ handling_type: null, handling_id: null, handling_name: null, handling_case_id: null })
-    .where('id', '=', conversationId)
+    .where('id', 'in', ids)
     .where('handling_type', '=', type)
+    .execute();
+}
+
+/** Locks these conversations (FOR NO KEY UPDATE), in id order: lock 3 of docs/architecture.md "Lock order". */
+export async function lockConversations(trx: Executor, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await trx
+    .selectFrom('conversations')
+    .select('id')
+    .where('id', 'in', [...ids].sort())
+    .orderBy('id')
+    .forNoKeyUpdate()
     .execute();
 }
 

@@ -56,6 +56,9 @@ export function instagramErrorFrom(err: unknown, target: InstagramTarget): Provi
   return new ProviderError('rejected', instagramReason('status', { status: err.status }), code);
 }
 
+/** Instagram's throttling (codes 4, 17, 32, 613): the social account's sends slow down (channel/paced.ts). */
+export const instagramThrottled = (err: ProviderError): boolean => err.code !== null && RATE_LIMIT_CODES.has(err.code);
+
 /**
  * Why a template send on the social channel fails (the automation step's error, with kind
  * `template`): Instagram has no templates (social.md "Outbound").

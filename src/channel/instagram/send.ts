@@ -4,10 +4,13 @@
 // Instagram answers `{recipient_id, message_id}`. Like the Cloud client (cloud/graph.ts): one
 // pooled undici agent, a connect timeout and a whole-request timeout, redirects not followed, no
 // retries (a timed-out send may have left). The token travels only in the Authorization header.
+// InstagramProvider is the social channel's provider of `instagram` accounts (channel/registry.ts
+// paces it per social account).
 import { Agent, request } from 'undici';
 import { instagramReason } from '../../http/messages.es-AR.js';
+import type { Services } from '../../services.js';
 import { GraphNetworkError, graphAnswer, isTimeout } from '../cloud/graph.js';
-import { ProviderError } from '../types.js';
+import { ProviderError, type SendResult, type SocialProvider, type SocialSendRequest } from '../types.js';
 import { instagramErrorFrom } from './errors.js';
 
 /** Instagram takes message text up to 1000 bytes of UTF-8. */
@@ -56,6 +59,30 @@ export async function sendInstagram(opts: InstagramSendOptions, to: InstagramRec
   // 2xx without a message id: the message may or may not have left; do not guess.
   if (typeof mid !== 'string' || mid === '') throw new ProviderError('temporary', instagramReason('no_mid'));
   return { mid };
+}
+
+/** Sends through the social account's Instagram user id and token, with the app's timeout and metrics. */
+export class InstagramProvider implements SocialProvider {
+  readonly name = 'instagram' as const;
+
+  constructor(private readonly services: Services) {}
+
+  async send(req: SocialSendRequest): Promise<SendResult> {
+    const { config, metrics } = this.services;
+    const opts: InstagramSendOptions = {
+      baseUrl: config.INSTAGRAM_API_URL,
+      igUserId: req.from.ig_user_id ?? '',
+      accessToken: req.from.access_token ?? '',
+      timeoutMs: config.GRAPH_TIMEOUT_MS,
+      observe: (seconds) => metrics.providerRequest('instagram', 'send', seconds),
+    };
+    const r = await sendInstagram(opts, req.to, req.text);
+    return { wamid: r.mid };
+  }
+
+  close(): Promise<void> {
+    return closeInstagramSend();
+  }
 }
 
 /** Closes the pooled connections (at shutdown). */

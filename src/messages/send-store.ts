@@ -1,0 +1,269 @@
+// What a send writes (docs/architecture.md "Send"): the contact, its conversation and the message
+// `pending`, in one statement (storeSend) or, for a send with an origin, in one transaction with
+// the origin's records (insertOutbound: who answered the open case, the message, then
+// `origin.inTransaction`). The provider call comes after, outside (send.ts).
+import { type Insertable, sql } from 'kysely';
+import { answererOf, recordAnswer } from '../cases/handled-by.js';
+import { lockOpenCase } from '../cases/open.js';
+import { assertContactRoom, sendContactCtes } from '../contacts/service.js';
+import { sendConversationCtes, WINDOW_MS, windowOpen } from '../conversations/service.js';
+import type { Executor, Trx } from '../db/index.js';
+import { retrying, transaction } from '../db/retry.js';
+import type { AccountRow, MessageRow, MessagesTable, PhoneNumberRow, TemplateRow } from '../db/types.js';
+import { ApiError } from '../http/errors.js';
+import { newId } from '../lib/ids.js';
+import type { Services } from '../services.js';
+import { has, resolveVariables } from './send-from.js';
+
+export interface SendInput {
+  to: string;
+  text?: string;
+  template?: { id: string; variables?: Record<string, string> };
+  phoneNumberId?: string;
+  /** Set by campaigns (source `campaign`). */
+  campaignId?: string;
+  /** Who writes when it is not the API: an automation, an AI agent or a team member. */
+  origin?: SendOrigin;
+  /** A connected AI app sending through the API's rules (source `api`): kept as the message's sender. */
+  app?: { id: string; name: string };
+}
+
+export interface SendOrigin {
+  source: 'automation' | 'agent' | 'team';
+  by?: { id?: string | null; name: string };
+  /**
+   * Runs inside the transaction that stores the message, after its insert: an automation records
+   * its step as started there (docs/automations.md "Durability"), so the step's start and the
+   * message commit together, before the provider call; a team member's reply takes the
+   * conversation over (conversations/team.ts). Throwing rolls the message back.
+   */
+  inTransaction?: (trx: Trx, messageId: string, stored: StoredSend) => Promise<void>;
+}
+
+/** What the send's transaction holds when `origin.inTransaction` runs. */
+export interface StoredSend {
+  conversationId: string;
+  /** The conversation's open case (locked; it records who answered), or null. */
+  openCaseId: string | null;
+  now: Date;
+}
+
+/**
+ * Inside the send transaction, after the conversation's lock and before the message insert: the
+ * open case (locked) records who answered it (handledBy). Returns the open case id, or null.
+ */
+async function recordAnswerer(trx: Trx, conversationId: string, origin: SendOrigin, now: Date): Promise<string | null> {
+  const open = await lockOpenCase(trx, conversationId);
+  if (!open) return null;
+  const agent = origin.source === 'agent' && origin.by?.id ? { id: origin.by.id, name: origin.by.name } : undefined;
+  await recordAnswer(trx, open, answererOf(origin.source), now, agent);
+  return open.id;
+}
+
+/** What a send writes: the contact, its conversation and the message (docs/architecture.md "Send"). */
+export interface SendWrite {
+  account: AccountRow;
+  phone: string;
+  number: PhoneNumberRow;
+  template: TemplateRow | null;
+  input: SendInput;
+  now: Date;
+  /** The plan limits contacts: a new one needs the account's lock and count first (assertContactRoom). */
+  limited: boolean;
+}
+
+interface Written {
+  contactId: string | null;
+  created: boolean;
+  optedOut: boolean;
+  /** The contact's attributes (read only without the message: the origin's send resolves its variables). */
+  attributes: Record<string, string>;
+  conversationId: string | null;
+  lastInboundAt: Date | null;
+  /** The message stored `pending`; null when the send is refused (or not inserted by the statement). */
+  message: MessageRow | null;
+}
+
+/** Every character String.prototype.trim removes: a variable value is blank when only these remain. */
+const TRIMMED = Array.from({ length: 0x10000 }, (_, c) => String.fromCharCode(c))
+  .filter((ch) => ch.trim() === '')
+  .join('');
+
+/**
+ * The contact (locked, or created), its conversation (locked, or created) and, with `withMessage`,
+ * the message `pending`, in one statement: the lock order of docs/architecture.md ("Lock order")
+ * holds inside it (the contact's row lock is taken before the conversation's is looked for). The
+ * message is inserted only when the send is allowed: free text within 24 h of the contact's last
+ * inbound message (api.md §3), a template to a contact who did not opt out (`send_opted_out`);
+ * a send that would be refused creates no contact nor conversation, so a refusal leaves nothing
+ * behind even outside a transaction. Template variables resolve in the statement as
+ * resolveVariables does: the value sent, else the contact's attribute, else the example.
+ */
+async function storeSend(db: Executor, w: SendWrite, withMessage: boolean, accountLocked = false): Promise<Written> {
+  const { account, template, input, now } = w;
+  const allowed = template ? sql`NOT c.opted_out` : sql`v.last_inbound_at > ${new Date(now.getTime() - WINDOW_MS)}::timestamptz`;
+  const ctes = [
+    // Free text never goes to a new contact: its conversation would have no inbound message.
+    sendContactCtes(account.id, w.phone, now, template !== null && (!w.limited || accountLocked)),
+    // Free text never opens a conversation: a new one has no inbound message, its window is closed.
+    sendConversationCtes(account.id, w.number.id, now, template ? sql`NOT (SELECT opted_out FROM send_contact)` : sql`false`),
+  ];
+  if (withMessage) {
+    const given = input.template?.variables ?? {};
+    const spec = template?.variables.map((v) => ({
+      name: v.name,
+      given: has(given, v.name) ? given[v.name] : null,
+      example: v.example ?? '',
+    }));
+    const variables = spec
+      ? sql`(SELECT COALESCE(jsonb_object_agg(x.name, CASE
+              WHEN x.given IS NOT NULL THEN x.given
+              WHEN btrim(c.attributes->>x.name, ${TRIMMED}) <> '' THEN c.attributes->>x.name
+              ELSE x.example END), '{}'::jsonb)
+            FROM jsonb_to_recordset(${JSON.stringify(spec)}::jsonb) AS x(name text, given text, example text))`
+      : sql`NULL::jsonb`;
+    const sentBy = input.app ? JSON.stringify({ type: 'ai_app', id: input.app.id, name: input.app.name }) : null;
+    ctes.push(sql`
+  send_message AS (
+    INSERT INTO messages (id, account_id, conversation_id, contact_id, phone_number_id, direction, type, text, template_id,
+      template_name, template_variables, to_phone, campaign_id, source, sent_by, status, created_at, updated_at)
+    SELECT ${newId()}::uuid, ${account.id}::uuid, v.id, c.id, ${w.number.id}::uuid, 'outbound', ${template ? 'template' : 'text'}::text,
+      ${template ? null : (input.text ?? null)}::text, ${template?.id ?? null}::uuid, ${template?.name ?? null}::text, ${variables},
+      ${w.phone}::text, ${input.campaignId ?? null}::uuid, ${input.campaignId ? 'campaign' : 'api'}::text, ${sentBy}::jsonb, 'pending',
+      ${now}::timestamptz, ${now}::timestamptz
+    FROM send_contact c, send_conversation v
+    WHERE ${allowed}
+    RETURNING *
+  )`);
+  }
+  const { rows } = await sql<
+    MessageRow & {
+      s_contact_id: string | null;
+      s_created: boolean | null;
+      s_opted_out: boolean | null;
+      s_attributes: Record<string, string> | null;
+      s_conversation_id: string | null;
+      s_last_inbound_at: Date | null;
+    }
+  >`
+    WITH ${sql.join(ctes)}
+    SELECT c.id AS s_contact_id, c.inserted AS s_created, c.opted_out AS s_opted_out,
+      v.id AS s_conversation_id, v.last_inbound_at AS s_last_inbound_at,
+      ${withMessage ? sql`m.*` : sql`c.attributes AS s_attributes`}
+    FROM (SELECT 1) one
+      LEFT JOIN send_contact c ON true
+      LEFT JOIN send_conversation v ON true
+      ${withMessage ? sql`LEFT JOIN send_message m ON true` : sql``}`.execute(db);
+  const r = rows[0]!;
+  const { s_contact_id, s_created, s_opted_out, s_attributes, s_conversation_id, s_last_inbound_at, ...message } = r;
+  return {
+    contactId: s_contact_id,
+    created: s_created === true,
+    optedOut: s_opted_out === true,
+    attributes: s_attributes ?? {},
+    conversationId: s_conversation_id,
+    lastInboundAt: s_last_inbound_at,
+    message: withMessage && message.id ? message : null,
+  };
+}
+
+/**
+ * A send without an origin (the API, a campaign): one statement, no transaction. Only a new
+ * contact under a contact limit takes a transaction: the account's lock and count
+ * (assertContactRoom), then the same statement.
+ */
+export async function writeAlone(s: Services, w: SendWrite): Promise<{ message: MessageRow; created: boolean }> {
+  let written = await retrying(() => storeSend(s.db, w, true));
+  if (written.contactId === null && w.limited) {
+    written = await transaction(s.db, async (trx) => {
+      await assertContactRoom(trx, w.account);
+      return storeSend(trx, w, true, true);
+    });
+  }
+  const message = written.message ?? refusal(w, written);
+  return { message, created: written.created };
+}
+
+/**
+ * A send of an automation, an agent or the team: the contact and its conversation in one
+ * statement, then the origin's records and the message (insertOutbound), in one transaction.
+ */
+export async function writeWithOrigin(s: Services, w: SendWrite, origin: SendOrigin): Promise<{ message: MessageRow; created: boolean }> {
+  const { account, template, input, now } = w;
+  return transaction(s.db, async (trx) => {
+    let written = await storeSend(trx, w, false);
+    if (written.contactId === null && w.limited) {
+      await assertContactRoom(trx, account);
+      written = await storeSend(trx, w, false, true);
+    }
+    const allowed = template
+      ? !written.optedOut
+      : written.lastInboundAt !== null && windowOpen({ last_inbound_at: written.lastInboundAt }, now);
+    if (!allowed || written.contactId === null || written.conversationId === null) refusal(w, written);
+    const variables = template ? resolveVariables(template.variables, input.template?.variables ?? {}, written.attributes) : null;
+    const message = await insertOutbound(
+      trx,
+      {
+        account_id: account.id,
+        conversation_id: written.conversationId!,
+        contact_id: written.contactId!,
+        phone_number_id: w.number.id,
+        type: template ? 'template' : 'text',
+        text: template ? null : (input.text ?? null),
+        template_id: template?.id ?? null,
+        template_name: template?.name ?? null,
+        template_variables: variables ? JSON.stringify(variables) : null,
+        to_phone: w.phone,
+        campaign_id: input.campaignId ?? null,
+        source: origin.source,
+        ...(input.app ? { sent_by: JSON.stringify({ type: 'ai_app', id: input.app.id, name: input.app.name }) } : {}),
+      },
+      origin,
+      now,
+    );
+    return { message, created: written.created };
+  });
+}
+
+/**
+ * Why a send was not stored: free text outside the 24-hour window (api.md §3), or a template to a
+ * contact who asked for no more messages. Our decision (api.md is silent for API sends): that
+ * contact gets no template (409), like a campaign skips it; free text inside the window is still
+ * allowed, so a business can answer a customer who writes again (or confirm the opt-out).
+ */
+function refusal(w: SendWrite, written: Written): never {
+  if (!w.template) throw new ApiError('window_closed');
+  if (written.optedOut) throw new ApiError('send_opted_out');
+  throw new Error('send: no contact or conversation stored for a template');
+}
+
+/**
+ * Inside a send's transaction, after the contact's and the conversation's locks: the outbound
+ * message, `pending`, with who wrote it. A send of an automation, an agent or the team records
+ * who answered the open case first, and `origin.inTransaction` runs after the insert (the team's
+ * takes the conversation over there: docs/architecture.md "Lock order").
+ */
+export async function insertOutbound(
+  trx: Trx,
+  values: Omit<Insertable<MessagesTable>, 'id' | 'direction' | 'status' | 'created_at' | 'updated_at'>,
+  origin: SendOrigin | undefined,
+  now: Date,
+): Promise<MessageRow> {
+  const conversationId = values.conversation_id;
+  const openCaseId = origin ? await recordAnswerer(trx, conversationId, origin, now) : null;
+  const message = await trx
+    .insertInto('messages')
+    .values({
+      ...values,
+      id: newId(),
+      direction: 'outbound',
+      status: 'pending',
+      ...(origin?.by ? { sent_by: JSON.stringify({ id: origin.by.id ?? null, name: origin.by.name }) } : {}),
+      created_at: now,
+      updated_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  if (origin?.inTransaction) await origin.inTransaction(trx, message.id, { conversationId, openCaseId, now });
+  return message;
+}
