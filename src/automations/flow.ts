@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { ValidationProblem } from '../http/errors.js';
 import { textFor } from '../http/messages.es-AR.js';
+import { isPrivateLiteral } from '../webhooks/ssrf.js';
 import { cyclesWithoutPause, REFERENCES, type Shape } from './flow-graph.js';
 import { MAX_STEPS, type Step, stepSchemas } from './flow-steps.js';
 import { type Trigger, triggerSchemas } from './flow-triggers.js';
@@ -20,6 +21,27 @@ export interface FlowLookups {
   stageOfAccount(id: string): Promise<boolean>;
   /** An agent of the account, not deleted (its status is checked when the step runs). */
   agentOfAccount(id: string): Promise<boolean>;
+}
+
+export interface FlowOptions {
+  /**
+   * The private-address guard (ALLOW_PRIVATE_WEBHOOKS off): an http step whose URL's host is a
+   * literal loopback, private or link-local address is refused, as a webhook URL is.
+   */
+  refusePrivateUrls: boolean;
+}
+
+/**
+ * An http step's URL whose host is a literal non-public address (the webhooks' SSRF check). A URL
+ * that does not parse as it is (one that starts with {{{var}}}, a {{var}} in its host or port)
+ * cannot be checked here: the step checks it when it runs.
+ */
+function privateLiteralUrl(raw: string): boolean {
+  try {
+    return isPrivateLiteral(new URL(raw));
+  } catch {
+    return false;
+  }
 }
 
 export type FlowValidation = { ok: true; trigger: Trigger; steps: Step[] } | { ok: false; problems: ValidationProblem[] };
@@ -96,9 +118,14 @@ function cached(ask: (id: string) => Promise<boolean>): (id: string) => Promise<
  * the trigger and each step against its type's schema (unknown types and fields included), the
  * number of steps, duplicate ids, a next/then/else/onError/timeoutNext naming no step, a template,
  * stage or agent that is not the account's, a
- * `matches` regex that is long, broken or unsafe, and a cycle without an ask or wait in it.
+ * `matches` regex that is long, broken or unsafe, a cycle without an ask or wait in it, and (with
+ * the private-address guard on) an http step's URL to a literal private or local address.
  */
-export async function validateFlow(input: { trigger: unknown; steps: unknown }, lookups: FlowLookups): Promise<FlowValidation> {
+export async function validateFlow(
+  input: { trigger: unknown; steps: unknown },
+  lookups: FlowLookups,
+  options: FlowOptions,
+): Promise<FlowValidation> {
   const problems: ValidationProblem[] = [];
   const trigger = parseTyped(input.trigger, ['trigger'], triggerSchemas, 'flow_trigger_type', problems).parsed as Trigger | null;
 
@@ -150,6 +177,8 @@ export async function validateFlow(input: { trigger: unknown; steps: unknown }, 
       problems.push({ path: ['steps', i, 'stageId'], message: textFor('flow_stage_not_found') });
     } else if (step.type === 'agent' && !(await agentOk(step.agentId))) {
       problems.push({ path: ['steps', i, 'agentId'], message: textFor('agent_ref_not_found') });
+    } else if (step.type === 'http' && options.refusePrivateUrls && privateLiteralUrl(step.url)) {
+      problems.push({ path: ['steps', i, 'url'], message: textFor('flow_http_url_private') });
     }
   }
 

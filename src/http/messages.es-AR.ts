@@ -385,6 +385,10 @@ export const catalogue = {
     status: 400,
     text: 'La URL tiene que empezar con http:// o https://, o con una variable insertada tal cual {{{…}}} que la contenga.',
   },
+  flow_http_url_private: {
+    status: 400,
+    text: 'La URL apunta a una dirección privada o local. Usá una dirección pública de internet.',
+  },
   flow_http_url_raw_host: {
     status: 400,
     text: 'Una variable insertada tal cual {{{…}}} no puede ir en el servidor de la URL: usá {{…}} o ponela al principio con toda la dirección.',
