@@ -414,6 +414,10 @@ export const catalogue = {
     status: 406,
     text: 'El cliente MCP tiene que aceptar application/json y text/event-stream: revisá el encabezado Accept (los clientes MCP lo mandan solos).',
   },
+  mcp_invalid_request: {
+    status: 400,
+    text: 'Eso no es un pedido JSON-RPC 2.0: mandá un objeto con "jsonrpc": "2.0" y "method", o una lista no vacía de ellos.',
+  },
   mcp_api_key: {
     status: 401,
     text: 'Esa es una clave de API (etk_live_…): /mcp pide el token de una app de IA conectada (etk_app_…). Conectá la app y usá el token que se muestra al conectarla.',

@@ -97,12 +97,16 @@ describe('"failed app tokens and wrong hook tokens count toward the IP block, an
 describe('"malformed JSON, oversized bodies and empty batches on /mcp answer JSON-RPC errors (-32700, -32600)"', () => {
   const rpcError = (code: number) => ({ jsonrpc: '2.0', id: null, error: { code, message: expect.any(String) } });
 
-  it('malformed JSON → HTTP 400, JSON-RPC -32700 (Parse error)', async () => {
+  it('malformed JSON (or none) → HTTP 400, JSON-RPC -32700 (Parse error)', async () => {
     for (const text of ['{"jsonrpc": "2.0", "id": 1, "method": ', '{', 'nope']) {
       const r = await mcpRaw(appToken, text, freshIp());
       expect(r.status, text).toBe(400);
       expect(r.body).toEqual(rpcError(-32700));
     }
+    // A body-less POST (Content-Length: 0) holds no JSON either.
+    const empty = await request(`${app.url}/mcp`, 'POST', undefined, { ...MCP_HEADERS, authorization: `Bearer ${appToken}`, ...freshIp() });
+    expect(empty.status).toBe(400);
+    expect(empty.body).toEqual(rpcError(-32700));
   });
 
   it('an empty batch [] → HTTP 400, JSON-RPC -32600 (Invalid Request)', async () => {
@@ -112,15 +116,19 @@ describe('"malformed JSON, oversized bodies and empty batches on /mcp answer JSO
   });
 
   it('a body that is no JSON-RPC request or batch → HTTP 400, JSON-RPC -32600', async () => {
-    for (const body of ['{}', '42', '"hola"', 'null', '{"jsonrpc":"1.0","id":1,"method":"tools/list"}', '[1, 2]', `[${JSON.stringify(toolCall(1))}, {"x": 1}]`]) {
+    for (const body of [
+      '{}',
+      '42',
+      '"hola"',
+      'null',
+      '{"jsonrpc":"1.0","id":1,"method":"tools/list"}',
+      '[1, 2]',
+      `[${JSON.stringify(toolCall(1))}, {"x": 1}]`,
+    ]) {
       const r = await mcpRaw(appToken, body, freshIp());
       expect(r.status, body).toBe(400);
       expect(r.body, body).toEqual(rpcError(-32600));
     }
-    // A body-less POST (Content-Length: 0) is no request either.
-    const empty = await request(`${app.url}/mcp`, 'POST', undefined, { ...MCP_HEADERS, authorization: `Bearer ${appToken}`, ...freshIp() });
-    expect(empty.status).toBe(400);
-    expect(empty.body).toEqual(rpcError(-32600));
   });
 
   it('an oversized body (over 1 MiB) → HTTP 413 with a JSON-RPC error, never the REST shape or a 500', async () => {
