@@ -111,7 +111,11 @@ export function checkHostAndOrigin(s: Services, req: FastifyRequest): void {
 
 /** Body errors Fastify raises before the route, as the MCP transport answers them (the SDK's statuses). */
 function bodyError(err: FastifyError | Error): JsonRpcHttpError | null {
-  if (err instanceof ValidationError) return new JsonRpcHttpError(400, INVALID_REQUEST, textFor('mcp_invalid_request'));
+  // JSON whose text cannot be stored (a NUL, a lone surrogate): the request is refused as a whole.
+  if (err instanceof ValidationError) {
+    const message = err.problems.map((p) => (p.path.length > 0 ? `${p.path.join('.')}: ${p.message}` : p.message)).join(' ');
+    return new JsonRpcHttpError(400, INVALID_REQUEST, message);
+  }
   switch ((err as FastifyError).code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new JsonRpcHttpError(413, SERVER_ERROR, textFor('body_too_large'));

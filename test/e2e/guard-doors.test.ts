@@ -131,6 +131,17 @@ describe('"malformed JSON, oversized bodies and empty batches on /mcp answer JSO
     }
   });
 
+  it('JSON with text that cannot be stored (a NUL) → HTTP 400, JSON-RPC -32600 naming the field', async () => {
+    const body = JSON.stringify({ ...toolCall(1), params: { name: 'get_account', arguments: { x: 'a\u0000b' } } });
+    const r = await mcpRaw(appToken, body, freshIp());
+    expect(r.status).toBe(400);
+    expect(r.body).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32600, message: expect.stringMatching(/^params\.arguments\.x: /) },
+    });
+  });
+
   it('an oversized body (over 1 MiB) → HTTP 413 with a JSON-RPC error, never the REST shape or a 500', async () => {
     const big = JSON.stringify({ ...toolCall(1), params: { name: 'get_account', arguments: { x: 'a'.repeat(1024 * 1024 + 10) } } });
     const r = await mcpRaw(appToken, big, freshIp());
