@@ -195,7 +195,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(async (ig) => instagramReceiverRoutes(ig as unknown as ZodApp, services));
   await app.register(async (hooks) => automationHookRoutes(hooks as unknown as ZodApp, services));
   await app.register(async (wk) => mcpMetadataRoutes(wk as unknown as ZodApp, services));
-  // MCP for connected AI apps (mcp.md): its own token and per-app cap, outside the /api/v1 guards.
+  // MCP for connected AI apps (mcp.md): the guard pipeline with an app token as the credential (mcp/door.ts).
   await app.register(async (mcp) => mcpRoutes(mcp, services));
 
   return app;

@@ -129,7 +129,8 @@ export async function seedDemoIfEmpty(db: Db, now: Date): Promise<DemoSeed | nul
       now,
     );
     // The same validation and insert as the operator API (automations/service.ts).
-    const { id: automationId } = await insertAutomation(trx, account.id, DEMO_AUTOMATION, now);
+    // It has no http step: the private-address guard has nothing to refuse.
+    const { id: automationId } = await insertAutomation(trx, account.id, DEMO_AUTOMATION, now, { refusePrivateUrls: true });
     // The same checks and insert as the operator API (classification/reasons.ts).
     for (const r of DEMO_REASONS) await insertReason(trx, account.id, r, now);
     return { account, phoneNumberId: number.id, socialAccountId: social!.id, pipelineId: pipeline.id, automationId, templates };

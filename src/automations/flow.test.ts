@@ -20,9 +20,11 @@ const lookups = (over: Partial<FlowLookups> = {}): FlowLookups => ({
 });
 
 const keyword = { type: 'keyword', keywords: ['precio'] };
+/** ALLOW_PRIVATE_WEBHOOKS on (the tests' default): private URLs are not this file's concern. */
+const GUARD_OFF = { refusePrivateUrls: false };
 
-const problemsOf = async (steps: unknown, trigger: unknown = keyword, l = lookups()) => {
-  const r = await validateFlow({ trigger, steps }, l);
+const problemsOf = async (steps: unknown, trigger: unknown = keyword, l = lookups(), options = GUARD_OFF) => {
+  const r = await validateFlow({ trigger, steps }, l, options);
   if (r.ok) throw new Error('expected problems');
   return r.problems;
 };
@@ -52,7 +54,7 @@ describe('a valid flow (automations.md "Steps")', () => {
       { id: 'equipo', type: 'handoff', note: 'Pidió hablar con alguien' },
       { id: 'fin', type: 'end' },
     ];
-    const r = await validateFlow({ trigger: keyword, steps }, lookups());
+    const r = await validateFlow({ trigger: keyword, steps }, lookups(), GUARD_OFF);
     expect(r).toMatchObject({ ok: true, trigger: { type: 'keyword', keywords: ['precio'], match: 'exact' } });
     if (!r.ok) return;
     expect(new Set(r.steps.map((s) => s.type))).toEqual(new Set(STEP_TYPES));
@@ -69,7 +71,7 @@ describe('a valid flow (automations.md "Steps")', () => {
       { type: 'comment' },
       { type: 'comment', keywords: ['info'] },
     ]) {
-      const r = await validateFlow({ trigger, steps: [{ id: 'a', type: 'end' }] }, lookups());
+      const r = await validateFlow({ trigger, steps: [{ id: 'a', type: 'end' }] }, lookups(), GUARD_OFF);
       expect(r.ok, JSON.stringify(trigger)).toBe(true);
     }
   });
@@ -81,7 +83,7 @@ describe('a valid flow (automations.md "Steps")', () => {
       { id: 'ok', type: 'send', text: 'Listo', next: 'espera' },
       { id: 'espera', type: 'wait', minutes: 1440, next: 'ok' },
     ];
-    expect((await validateFlow({ trigger: { type: 'api' }, steps }, lookups())).ok).toBe(true);
+    expect((await validateFlow({ trigger: { type: 'api' }, steps }, lookups(), GUARD_OFF)).ok).toBe(true);
   });
 });
 
@@ -242,7 +244,7 @@ describe('validateFlow problems (automations.md: "A flow is validated when saved
   it('nested repetitions are not refused: RE2 matches them in linear time', async () => {
     const cond = (value: string, id: string) => ({ id, type: 'condition', if: { var: 'r', op: 'matches', value } });
     const steps = [cond('(a|a)*b', 'a'), cond('(a+)+b', 'b'), cond('(x+x+)+y', 'c')];
-    expect((await validateFlow({ trigger: keyword, steps }, lookups())).ok).toBe(true);
+    expect((await validateFlow({ trigger: keyword, steps }, lookups(), GUARD_OFF)).ok).toBe(true);
   });
 
   it('"a cycle without an ask or wait in it": each one named by its step ids, self-loops included', async () => {
@@ -280,6 +282,7 @@ describe('validateFlow problems (automations.md: "A flow is validated when saved
         ],
       },
       lookups(),
+      GUARD_OFF,
     );
     expect(r.ok).toBe(true);
   });
@@ -309,6 +312,32 @@ describe('validateFlow problems (automations.md: "A flow is validated when saved
       'steps.5.agentId',
       'steps.3',
     ]);
+  });
+});
+
+describe('the private-address guard at save (issue 25 item 5: "a flow saved with a literal private URL is refused at save")', () => {
+  const http = (url: string) => [{ id: 'h', type: 'http', method: 'GET', url }];
+  const GUARD_ON = { refusePrivateUrls: true };
+
+  it('a literal loopback, private or link-local host is a problem at steps.N.url; the guard off lets it be', async () => {
+    for (const url of [
+      'http://127.0.0.1/',
+      'http://[::1]:8080/x',
+      'http://10.0.0.5/{{pedido}}',
+      'http://169.254.169.254/',
+      'http://0177.0.0.1/',
+    ]) {
+      expect(await problemsOf(http(url), keyword, lookups(), GUARD_ON), url).toEqual([
+        { path: ['steps', 0, 'url'], message: textFor('flow_http_url_private') },
+      ]);
+      expect((await validateFlow({ trigger: keyword, steps: http(url) }, lookups(), GUARD_OFF)).ok, url).toBe(true);
+    }
+  });
+
+  it('a public literal, a host name and a URL that starts with {{{var}}} are saved (names and variables are checked when the step runs)', async () => {
+    for (const url of ['https://93.184.216.34/x', 'https://api.tienda.com.ar/pedidos', '{{{base}}}/api', 'http://{{host}}/x']) {
+      expect((await validateFlow({ trigger: keyword, steps: http(url) }, lookups(), GUARD_ON)).ok, url).toBe(true);
+    }
   });
 });
 

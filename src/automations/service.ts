@@ -10,7 +10,7 @@ import { textFor } from '../http/messages.es-AR.js';
 import { isUuid, newId } from '../lib/ids.js';
 import type { Services } from '../services.js';
 import { cancelRunning } from './cancel.js';
-import { type Step, type Trigger, validateFlow } from './flow.js';
+import { type FlowOptions, type Step, type Trigger, validateFlow } from './flow.js';
 import { type AutomationView, automationView } from './view.js';
 
 export interface AutomationInput {
@@ -31,11 +31,15 @@ const view = (s: Services, a: AutomationRow): AutomationView => automationView(a
 const newToken = (): string => randomBytes(32).toString('base64url');
 const hashToken = (t: string): string => createHash('sha256').update(t).digest('hex');
 
+/** How flows are checked in this process: literal private URLs refused unless ALLOW_PRIVATE_WEBHOOKS. */
+const flowOptions = (s: Services): FlowOptions => ({ refusePrivateUrls: !s.config.allowPrivateWebhooks });
+
 /** Validates trigger, steps and number against the account; throws the 400 with every problem. */
 async function checkFlow(
   db: Executor,
   accountId: string,
   input: { trigger: unknown; steps: unknown; phoneNumberId?: string | null | undefined },
+  options: FlowOptions,
 ): Promise<{ trigger: Trigger; steps: Step[] }> {
   const problems: ValidationProblem[] = [];
   const result = await validateFlow(
@@ -69,6 +73,7 @@ async function checkFlow(
           .where('deleted_at', 'is', null)
           .executeTakeFirst()),
     },
+    options,
   );
   if (!result.ok) problems.push(...result.problems);
   if (input.phoneNumberId) {
@@ -87,14 +92,20 @@ async function checkFlow(
 }
 
 export const createAutomation = async (s: Services, accountId: string, input: AutomationInput): Promise<AutomationView> =>
-  view(s, await insertAutomation(s.db, accountId, input, s.clock.now()));
+  view(s, await insertAutomation(s.db, accountId, input, s.clock.now(), flowOptions(s)));
 
 /**
  * Validates and stores a new automation (the operator API, and the demo seed inside its own
  * transaction): 400 with every problem of the flow, else the row with the defaults filled in.
  */
-export async function insertAutomation(db: Executor, accountId: string, input: AutomationInput, now: Date): Promise<AutomationRow> {
-  const flow = await checkFlow(db, accountId, input);
+export async function insertAutomation(
+  db: Executor,
+  accountId: string,
+  input: AutomationInput,
+  now: Date,
+  options: FlowOptions,
+): Promise<AutomationRow> {
+  const flow = await checkFlow(db, accountId, input, options);
   const token = flow.trigger.type === 'webhook' ? newToken() : null;
   return db
     .insertInto('automations')
@@ -159,13 +170,19 @@ export async function updateAutomation(s: Services, accountId: string, id: strin
   const current = await getAutomationRow(s.db, accountId, id);
   const changesFlow = patch.trigger !== undefined || patch.steps !== undefined;
   const flow = changesFlow
-    ? await checkFlow(s.db, accountId, {
-        trigger: patch.trigger ?? current.trigger,
-        steps: patch.steps ?? current.steps,
-        phoneNumberId: patch.phoneNumberId,
-      })
+    ? await checkFlow(
+        s.db,
+        accountId,
+        { trigger: patch.trigger ?? current.trigger, steps: patch.steps ?? current.steps, phoneNumberId: patch.phoneNumberId },
+        flowOptions(s),
+      )
     : patch.phoneNumberId
-      ? await checkFlow(s.db, accountId, { trigger: current.trigger, steps: current.steps, phoneNumberId: patch.phoneNumberId })
+      ? await checkFlow(
+          s.db,
+          accountId,
+          { trigger: current.trigger, steps: current.steps, phoneNumberId: patch.phoneNumberId },
+          flowOptions(s),
+        )
       : null;
   const now = s.clock.now();
   return transaction(s.db, async (trx) => {

@@ -399,6 +399,10 @@ export const catalogue = {
     status: 400,
     text: 'La URL tiene que empezar con http:// o https://, o con una variable insertada tal cual {{{…}}} que la contenga.',
   },
+  flow_http_url_private: {
+    status: 400,
+    text: 'La URL apunta a una dirección privada o local. Usá una dirección pública de internet.',
+  },
   flow_http_url_raw_host: {
     status: 400,
     text: 'Una variable insertada tal cual {{{…}}} no puede ir en el servidor de la URL: usá {{…}} o ponela al principio con toda la dirección.',
@@ -423,6 +427,10 @@ export const catalogue = {
   mcp_not_acceptable: {
     status: 406,
     text: 'El cliente MCP tiene que aceptar application/json y text/event-stream: revisá el encabezado Accept (los clientes MCP lo mandan solos).',
+  },
+  mcp_invalid_request: {
+    status: 400,
+    text: 'Eso no es un pedido JSON-RPC 2.0: mandá un objeto con "jsonrpc": "2.0" y "method", o una lista no vacía de ellos.',
   },
   mcp_api_key: {
     status: 401,

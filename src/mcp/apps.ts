@@ -11,7 +11,7 @@ import type { Db, Executor } from '../db/index.js';
 import type { AccountRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { forgetCredentials } from '../keys/service.js';
-import { bearer, hashToken, TokenCache } from '../keys/token-cache.js';
+import { hashToken, TokenCache } from '../keys/token-cache.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import { effectiveLimits, suggestPlan } from '../limits/plans.js';
@@ -151,10 +151,6 @@ export const appAuthenticator = (db: Db, clock: Clock): AppAuthenticator =>
       return { app: { id: app_id, name: app_name }, account, caps: { accountId: account.id, plan: account.plan, limits } };
     },
   });
-
-/** The connected app an `Authorization` header names (a TokenCache hit, or one lookup). */
-export const appForToken = (s: Services, authorization: string | undefined): Promise<AppPrincipal | null> | AppPrincipal =>
-  s.apps.cached(authorization) ?? s.apps.authenticate(bearer(authorization));
 
 /** Where the protected resource's metadata is (RFC 9728), under this service's public URL. */
 export const protectedResourceMetadataUrl = (s: Services): string => `${s.publicUrl}/.well-known/oauth-protected-resource`;

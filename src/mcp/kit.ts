@@ -11,7 +11,7 @@ import { textFor } from '../http/messages.es-AR.js';
 import type { AccountLimitsCtx } from '../limits/types.js';
 import type { Services } from '../services.js';
 
-/** Who calls: the connected app and its account (src/mcp/apps.ts appForToken). */
+/** Who calls: the connected app and its account (src/mcp/apps.ts, resolved by the /mcp door: door.ts). */
 export interface ToolCaller {
   s: Services;
   account: AccountRow;

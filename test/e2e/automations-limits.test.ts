@@ -278,6 +278,8 @@ describe('"POST /hooks/automations/{token} is an API call of the account"', () =
 
 describe('"http steps obey the webhook SSRF rule"', () => {
   it('with ALLOW_PRIVATE_WEBHOOKS off, an http step to 127.0.0.1 or localhost is refused: onError, else the execution fails; the receiver gets nothing', async () => {
+    // A literal 127.0.0.1 is refused at save (test/e2e/guard-doors.test.ts): here the address
+    // comes from a variable, known only when the step runs.
     const strict = await startTestApp({ env: { ALLOW_PRIVATE_WEBHOOKS: 'off' } });
     try {
       const acct = await strict.createAccount();
@@ -288,14 +290,19 @@ describe('"http steps obey the webhook SSRF rule"', () => {
         {
           trigger: { type: 'api' },
           steps: [
-            { id: 'h', type: 'http', method: 'POST', url: `http://127.0.0.1:${port}/ssrf`, onError: 'x', save: 'res' },
+            { id: 'h', type: 'http', method: 'POST', url: '{{{base}}}/ssrf', onError: 'x', save: 'res' },
             { id: 'ok', type: 'end' },
             { id: 'x', type: 'set_attribute', attribute: 'crm', value: 'caido' },
           ],
         },
         strict,
       );
-      const a = await start(acct, withOnError.id, freshPhone(), strict);
+      const started = await strict.api(acct.key, 'POST', `/automations/${withOnError.id}/executions`, {
+        to: freshPhone(),
+        variables: { base: `http://127.0.0.1:${port}` },
+      });
+      expect(started.status, JSON.stringify(started.body)).toBe(201);
+      const a = started.body;
       expect(a.status).toBe('completed');
       const full = await getExecution(acct, withOnError.id, a.id, strict);
       expect(full.steps.map((x: any) => `${x.stepId}:${x.outcome}`)).toEqual(['h:error', 'x:ok']);
