@@ -9,14 +9,28 @@ import type { ExecutionRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
 import type { AutomationResource } from '../limits/usage.js';
+import { MessageCapFull } from '../messages/outbound-guard.js';
 import { sendInConversation } from '../messages/send.js';
 import type { StepOf } from './flow.js';
 import { end } from './step-end.js';
-import { type Ctx, count, type ExecUpdate, insertLog, lease, refusalText, renderCtx, updateExecution, write } from './step-writes.js';
+import {
+  type Ctx,
+  count,
+  type ExecUpdate,
+  insertLog,
+  lease,
+  parkUntil,
+  refusalText,
+  renderCtx,
+  updateExecution,
+  write,
+} from './step-writes.js';
 import { renderText } from './text.js';
 
 type SendResult =
   | { ok: true; messageId: string }
+  /** The account's message minute cap is full: nothing was stored; the step runs again at `wait`. */
+  | { wait: Date }
   | { ok: false; error: string; detail: Record<string, unknown> /** the message (and the step's start) was stored */; stored: boolean };
 
 /**
@@ -49,6 +63,7 @@ async function sendFor(
     if (commentId) c.row = { ...c.row, reply_comment_id: null };
     return { ok: true, messageId: m.id };
   } catch (err) {
+    if (err instanceof MessageCapFull) return { wait: err.until };
     const reason = refusalText(err);
     if (reason === null) throw err;
     // A refusal after the message was stored (the provider's) names the message.
@@ -89,6 +104,9 @@ export async function sendStep(
     await count(trx, c, false);
     counted = c.later;
   });
+  // Past the account's messages per minute the step waits for the next minute, not lost: the claim
+  // is given back (with the end of the step before), due again then.
+  if ('wait' in r) return parkUntil(c, r.wait);
   // The start committed with the message: its counts without a quota are recorded now.
   if (r.ok || r.stored) {
     for (const resource of counted) c.s.usage.countLater(c.account.id, resource);
