@@ -25,7 +25,7 @@ import { newId } from '../lib/ids.js';
 import { type ChatMessage, ModelError } from '../llm/types.js';
 import { MessageCapFull } from '../messages/outbound-guard.js';
 import { sendInConversation } from '../messages/send.js';
-import { boundReplies, TEXT_LIMITS } from '../messages/text-limits.js';
+import { boundReplies, TEXT_BOUNDS } from '../messages/text-limits.js';
 import type { Services } from '../services.js';
 import { agentTools, interpretToolCalls, matchesHandoffPhrase, systemPrompt } from './prompt.js';
 import { wakeReviews } from './reviews.js';
@@ -267,7 +267,7 @@ async function call(x: Ctx, turn: TurnRow, history: ChatMessage[], since: Date |
     const outcome = interpretToolCalls(agent, result.toolCalls);
     // At most MAX_REPLIES_PER_TURN messages, each within the channel's limit (a WhatsApp
     // conversation has its number; Instagram's has none): what was dropped or cut is recorded.
-    const bounded = boundReplies(outcome.replies, TEXT_LIMITS[row.phone_number_id ? 'whatsapp' : 'instagram']);
+    const bounded = boundReplies(outcome.replies, TEXT_BOUNDS[row.phone_number_id ? 'whatsapp' : 'instagram']);
     decision = { replies: bounded.messages, goal: outcome.goal, handoff: outcome.handoff, dropped: bounded.dropped, cut: bounded.cut };
     toolCalls = result.toolCalls.map((t) => ({ name: t.name, arguments: t.arguments }));
   } catch (err) {

@@ -270,6 +270,11 @@ export const catalogue = {
     text: (p) =>
       `El texto tiene ${p.length} caracteres y ${p.channel} acepta hasta ${p.limit} por mensaje. Acortalo o repartilo en varios mensajes.`,
   },
+  text_too_long_bytes: {
+    status: 400,
+    text: (p) =>
+      `El texto ocupa ${p.length} bytes y ${p.channel} acepta hasta ${p.limit} por mensaje (una letra con tilde o una ñ ocupa 2, un emoji 4). Acortalo o repartilo en varios mensajes.`,
+  },
   inbound_from_or_socialchat: { status: 400, text: 'Enviá from (teléfono) o socialchat (usuario de la red social): uno de los dos.' },
   inbound_text_required: { status: 400, text: 'Un mensaje de tipo text necesita text.' },
   timestamp_future: { status: 400, text: 'La fecha no puede estar en el futuro. Mandá la hora en que el cliente escribió.' },

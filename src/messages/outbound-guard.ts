@@ -7,17 +7,18 @@ import { textFor } from '../http/messages.es-AR.js';
 import { WINDOW_MS, windowStart } from '../limits/caps.js';
 import { effectiveLimits } from '../limits/plans.js';
 import type { Services } from '../services.js';
-import { TEXT_LIMITS, type TextChannel, textLength } from './text-limits.js';
+import { TEXT_BOUNDS, type TextChannel } from './text-limits.js';
 
 const CHANNEL_NAMES: Record<TextChannel, string> = { whatsapp: 'WhatsApp', instagram: 'Instagram' };
 const count = (n: number): string => n.toLocaleString('es-AR');
 
 /** A 400 at `text` when it is longer than the channel allows; nothing was stored. */
 export function checkTextLength(text: string, channel: TextChannel): void {
-  const limit = TEXT_LIMITS[channel];
-  const length = textLength(text);
-  if (length <= limit) return;
-  throw invalid(['text'], textFor('text_too_long', { length: count(length), limit: count(limit), channel: CHANNEL_NAMES[channel] }));
+  const bound = TEXT_BOUNDS[channel];
+  const length = bound.measure(text);
+  if (length <= bound.max) return;
+  const params = { length: count(length), limit: count(bound.max), channel: CHANNEL_NAMES[channel] };
+  throw invalid(['text'], textFor(bound.unit === 'bytes' ? 'text_too_long_bytes' : 'text_too_long', params));
 }
 
 /**

@@ -140,7 +140,7 @@ describe('"a longer agent reply is split at sentence/line boundaries into at mos
     for (const t of texts) expect(t.length).toBeLessThanOrEqual(1000);
   });
 
-  it('"Instagram 1,000": a team reply of 1,001 characters on Instagram is a 400, nothing goes out', async () => {
+  it('"Instagram 1,000" (bytes of UTF-8): a team reply of 600 ñ (1,200 bytes) on Instagram is a 400 at text, nothing stored nor sent', async () => {
     const acc = await app.createAccount();
     const igUserId = `1784${Array.from(randomBytes(13), (b) => String(b % 10)).join('')}`;
     const social = await app.admin('POST', `/accounts/${acc.id}/social-accounts`, {
@@ -162,13 +162,13 @@ describe('"a longer agent reply is split at sentence/line boundaries into at mos
     const before = ig.sends().length;
     const r = await app.admin('POST', `/accounts/${acc.id}/conversations/${inbound.body.conversationId}/messages`, {
       by: { name: 'Laura' },
-      text: 'x'.repeat(1001),
+      text: 'ñ'.repeat(600),
     });
     expect(r.status).toBe(400);
     const [problem] = JSON.parse(r.body.error.message);
     expect(problem).toEqual({
       path: ['text'],
-      message: expect.stringMatching(/^El texto tiene 1\.001 caracteres y Instagram acepta hasta 1\.000/),
+      message: expect.stringMatching(/^El texto ocupa 1\.200 bytes y Instagram acepta hasta 1\.000 por mensaje/),
     });
     expect(ig.sends().length).toBe(before);
     expect(await outbound(inbound.body.conversationId)).toEqual([]);
