@@ -87,6 +87,22 @@ describe('"cap replies per agent turn (default 3)"', () => {
   });
 });
 
+describe("the operator's test turn answers what a real turn would send", () => {
+  it('300 `reply` calls → `replies` has the 3 messages a turn sends', async () => {
+    const acct = await app.createAccount();
+    const agent = await app.admin('POST', `/accounts/${acct.id}/agents`, {
+      name: 'Ventas',
+      status: 'active',
+      instructions: 'Vendé yerba.',
+    });
+    llm.toolCalls(Array.from({ length: 300 }, (_, i) => reply(`Mensaje ${i + 1}`)));
+    const r = await app.admin('POST', `/accounts/${acct.id}/agents/${agent.body.id}/test`, { text: 'Hola' });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.replies).toEqual(['Mensaje 1', 'Mensaje 2', 'Mensaje 3']);
+    expect(r.body.toolCalls).toHaveLength(300);
+  });
+});
+
 describe('"a longer agent reply is split at sentence/line boundaries into at most 3 messages"', () => {
   it('a 100,000-character reply → 3 WhatsApp messages of at most 4,096, cut at sentence ends; the rest cut with "…"', async () => {
     const acct = await agentOnNumber();
