@@ -270,6 +270,10 @@ export const catalogue = {
     text: (p) =>
       `El texto tiene ${p.length} caracteres y ${p.channel} acepta hasta ${p.limit} por mensaje. Acortalo o repartilo en varios mensajes.`,
   },
+  template_variable_too_long: {
+    status: 400,
+    text: (p) => `La variable ${p.name} tiene ${p.length} caracteres y una plantilla acepta hasta ${p.limit} por variable. Acortala.`,
+  },
   text_too_long_bytes: {
     status: 400,
     text: (p) =>

@@ -22,6 +22,21 @@ export function checkTextLength(text: string, channel: TextChannel): void {
 }
 
 /**
+ * A 400 at the variable when a template variable's value is longer than a WhatsApp text may be
+ * (4,096): no message carries more, and nothing that long is stored.
+ */
+export function checkTemplateVariables(variables: Record<string, string>): void {
+  const max = TEXT_BOUNDS.whatsapp.max;
+  for (const [name, value] of Object.entries(variables)) {
+    if (typeof value !== 'string' || value.length <= max) continue;
+    throw invalid(
+      ['template', 'variables', name],
+      textFor('template_variable_too_long', { name, length: count(value.length), limit: count(max) }),
+    );
+  }
+}
+
+/**
  * The account's message minute cap is full: an automated send waits, it is not lost. The caller
  * (an execution's step, an agent's turn) gives its claim back, due again at `until` (the next
  * minute window), and sends then. Nothing was stored.

@@ -34,7 +34,7 @@ import { canonicalPhone } from '../lib/phone.js';
 import { effectiveLimits } from '../limits/plans.js';
 import type { Services } from '../services.js';
 import { providerApiError } from './batch.js';
-import { admitAutomatedSend, checkTextLength } from './outbound-guard.js';
+import { admitAutomatedSend, checkTemplateVariables, checkTextLength } from './outbound-guard.js';
 import { applyEarlyStatuses, MARKETING_BLOCKED } from './status.js';
 import { type MessageRecord, messageView } from './view.js';
 
@@ -166,6 +166,7 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
   if (input.text === undefined && input.template === undefined) throw invalid(['text'], textFor('send_text_or_template'));
   if (input.text !== undefined && input.text.trim() === '') throw invalid(['text'], textFor('text_blank'));
   if (input.text !== undefined) checkTextLength(input.text, 'whatsapp');
+  if (input.template?.variables) checkTemplateVariables(input.template.variables);
   const phone = canonicalPhone(input.to);
   if (!phone.ok) throw invalid(['to'], phone.message);
 

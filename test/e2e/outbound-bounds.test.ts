@@ -214,6 +214,36 @@ describe('"a longer flow send fails the step with a clear reason"', () => {
     expect(await outbound(conversationId)).toEqual([]);
   });
 
+  it('a template send whose variable is {{webhook.big}} (200,011 characters) fails the step too: nothing huge is stored', async () => {
+    const acct = await app.createAccount();
+    const t = await app.admin('POST', `/accounts/${acct.id}/templates`, {
+      name: 'eco',
+      category: 'UTILITY',
+      status: 'APPROVED',
+      body: 'Hola, {{texto}}',
+      variables: [{ name: 'texto', label: 'Texto', example: 'hola' }],
+    });
+    expect(t.status, JSON.stringify(t.body)).toBe(201);
+    const phone = freshPhone();
+    const flow = await createFlow(acct, {
+      name: 'Eco plantilla',
+      trigger: { type: 'webhook' },
+      steps: [{ id: 'eco', type: 'send', template: { id: t.body.id, variables: { texto: '{{webhook.big}}' } } }],
+    });
+    const hook = await request(`${app.url}${new URL(flow.webhookUrl).pathname}`, 'POST', { phone, big: 'x'.repeat(200_011) });
+    expect(hook.status).toBe(202);
+    await runDue();
+    const e = await execution(acct, flow.id, hook.body.executionId);
+    expect(e.status).toBe('failed');
+    expect(e.error).toMatch(/^La variable texto tiene 200\.011 caracteres/);
+    const stored = await app.rt.services.db.selectFrom('messages').select('id').where('account_id', '=', acct.id).execute();
+    expect(stored).toEqual([]);
+    // The API refuses the same variable with a 400 at it.
+    const api = await acct.call('POST', '/messages', { to: phone, template: { id: t.body.id, variables: { texto: 'x'.repeat(4097) } } });
+    expect(api.status).toBe(400);
+    expect(JSON.parse(api.body.error.message)[0].path).toEqual(['template', 'variables', 'texto']);
+  });
+
   it('a send of exactly 4,096 characters goes out', async () => {
     const acct = await app.createAccount();
     const phone = freshPhone();
