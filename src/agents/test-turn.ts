@@ -7,6 +7,7 @@ import { ApiError } from '../http/errors.js';
 import { agentTexts } from '../http/messages.es-AR.js';
 import { newId } from '../lib/ids.js';
 import { type ChatMessage, ModelError } from '../llm/types.js';
+import { boundReplies, TEXT_BOUNDS } from '../messages/text-limits.js';
 import type { Services } from '../services.js';
 import { agentTools, interpretToolCalls, matchesHandoffPhrase, systemPrompt } from './prompt.js';
 import { getAgentRow } from './service.js';
@@ -82,11 +83,13 @@ export async function runTestTurn(
     throw err;
   }
   const outcome = interpretToolCalls(agent, result.toolCalls);
+  // What a real turn would send on WhatsApp: at most 3 messages within 4,096 (turns.ts).
+  const replies = boundReplies(outcome.replies, TEXT_BOUNDS.whatsapp).messages;
   const turns: AgentTestTurn[] = [user];
-  if (outcome.replies.length > 0) turns.push({ role: 'assistant', content: outcome.replies.join('\n\n') });
+  if (replies.length > 0) turns.push({ role: 'assistant', content: replies.join('\n\n') });
   const id = await saveTurns(s, accountId, agent.id, input.conversationId, turns);
   return {
-    replies: outcome.replies,
+    replies,
     toolCalls: result.toolCalls.map((c) => ({ name: c.name, arguments: c.arguments })),
     testConversationId: id,
   };

@@ -23,7 +23,9 @@ import { agentTexts } from '../http/messages.es-AR.js';
 import { describeFailure, LAPSED, logDeath, maxTries, recordDeath, retryAt } from '../jobs/dead-letters.js';
 import { newId } from '../lib/ids.js';
 import { type ChatMessage, ModelError } from '../llm/types.js';
+import { MessageCapFull } from '../messages/outbound-guard.js';
 import { sendInConversation } from '../messages/send.js';
+import { boundReplies, TEXT_BOUNDS } from '../messages/text-limits.js';
 import type { Services } from '../services.js';
 import { agentTools, interpretToolCalls, matchesHandoffPhrase, systemPrompt } from './prompt.js';
 import { wakeReviews } from './reviews.js';
@@ -263,7 +265,10 @@ async function call(x: Ctx, turn: TurnRow, history: ChatMessage[], since: Date |
       budgetMs: budgetOf(x, since, llm.budgetMs),
     });
     const outcome = interpretToolCalls(agent, result.toolCalls);
-    decision = { replies: outcome.replies, goal: outcome.goal, handoff: outcome.handoff };
+    // At most MAX_REPLIES_PER_TURN messages, each within the channel's limit (a WhatsApp
+    // conversation has its number; Instagram's has none): what was dropped or cut is recorded.
+    const bounded = boundReplies(outcome.replies, TEXT_BOUNDS[row.phone_number_id ? 'whatsapp' : 'instagram']);
+    decision = { replies: bounded.messages, goal: outcome.goal, handoff: outcome.handoff, dropped: bounded.dropped, cut: bounded.cut };
     toolCalls = result.toolCalls.map((t) => ({ name: t.name, arguments: t.arguments }));
   } catch (err) {
     if (!(err instanceof ModelError)) throw err;
@@ -287,6 +292,12 @@ async function act(x: Ctx, turn: TurnRow): Promise<void> {
   const d = turn.outcome ?? { replies: [], goal: null, handoff: null };
   for (let i = turn.replies_started; i < d.replies.length; i++) {
     const sent = await reply(x, turn, i, d.replies[i] as string);
+    // Past the account's messages per minute: the turn waits (still `decided`, its replies sent so
+    // far counted in replies_started) and the claim is given back, due at the next minute.
+    if (sent instanceof MessageCapFull) {
+      await update(x.s.db, x, { claim: null, run_at: sent.until });
+      return;
+    }
     if (!sent) return end(x, { by: 'handoff', reason: '', summary: agentTexts.modelFailed, event: true });
   }
   // What the goal's fields hold so far: earlier turns' data, then this one's.
@@ -308,9 +319,10 @@ async function act(x: Ctx, turn: TurnRow): Promise<void> {
 /**
  * Sends reply `i` of the turn in the stretch's conversation. Its start (the turn's `replies_started`)
  * commits with the message, before the provider call. Returns false when it could not be sent
- * (refused, or the provider failed): the stretch hands off.
+ * (refused, or the provider failed): the stretch hands off; MessageCapFull when the account's
+ * message minute cap is full (nothing was stored): the turn waits.
  */
-async function reply(x: Ctx, turn: TurnRow, i: number, text: string): Promise<boolean> {
+async function reply(x: Ctx, turn: TurnRow, i: number, text: string): Promise<boolean | MessageCapFull> {
   const { agent, account, row } = x.c;
   try {
     // On the conversation's own channel: WhatsApp from its number, or Instagram (messages/send.ts).
@@ -334,6 +346,7 @@ async function reply(x: Ctx, turn: TurnRow, i: number, text: string): Promise<bo
     });
     return true;
   } catch (err) {
+    if (err instanceof MessageCapFull) return err;
     if (err instanceof ApiError || err instanceof ValidationError) {
       x.s.log.info({ stretchId: row.id, code: err instanceof ApiError ? err.code : 'invalid' }, 'agent reply refused');
       return false;

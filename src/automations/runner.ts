@@ -10,7 +10,8 @@ import { ClaimLoop } from '../jobs/claim-loop.js';
 import { newId } from '../lib/ids.js';
 import type { AutomationWorker, Services } from '../services.js';
 import { createAgent } from '../webhooks/send.js';
-import { advance, type Claimed, LEASE_MS } from './steps.js';
+import { LEASE_MS } from './step-writes.js';
+import { advance, type Claimed } from './steps.js';
 
 export const POLL_MS = 250;
 /** Executions run at once in this process (each one step at a time). */

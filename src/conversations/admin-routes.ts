@@ -11,7 +11,12 @@ const ConversationParams = z.object({ id: Uuid, cid: Uuid });
 
 const TeamReplyBody = z
   .strictObject({
-    text: z.string().min(1).max(4096).optional().describe('Free text: only within 24 h of the contact’s last inbound message'),
+    text: z
+      .string()
+      .min(1)
+      .max(4096)
+      .optional()
+      .describe('Free text: only within 24 h of the contact’s last inbound message; on Instagram at most 1,000 bytes of UTF-8'),
     template: z
       .strictObject({
         id: Uuid.describe('An APPROVED template of the account'),

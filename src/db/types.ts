@@ -527,9 +527,14 @@ export interface AgentStretchesTable {
 
 /** What a turn decided (agents/prompt.ts interpretToolCalls, without the ignored calls). */
 export interface TurnDecision {
+  /** The messages the turn sends: the model's replies bounded (messages/text-limits.ts boundReplies). */
   replies: string[];
   goal: { data: Record<string, string>; summary: string } | null;
   handoff: { reason: string; summary: string } | null;
+  /** Replies of the model not sent: past MAX_REPLIES_PER_TURN messages (absent on turns before it). */
+  dropped?: number;
+  /** A long reply's end did not fit in the turn's messages and was cut ("…"). */
+  cut?: boolean;
 }
 
 export interface AgentTurnsTable {

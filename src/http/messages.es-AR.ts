@@ -279,6 +279,20 @@ export const catalogue = {
   send_text_or_template: { status: 400, text: 'Enviá text (texto libre) o template (plantilla aprobada): uno de los dos.' },
   send_not_both: { status: 400, text: 'Enviá text o template, no los dos a la vez.' },
   text_blank: { status: 400, text: 'El texto está vacío. Escribí el mensaje que querés enviar.' },
+  text_too_long: {
+    status: 400,
+    text: (p) =>
+      `El texto tiene ${p.length} caracteres y ${p.channel} acepta hasta ${p.limit} por mensaje. Acortalo o repartilo en varios mensajes.`,
+  },
+  template_variable_too_long: {
+    status: 400,
+    text: (p) => `La variable ${p.name} tiene ${p.length} caracteres y una plantilla acepta hasta ${p.limit} por variable. Acortala.`,
+  },
+  text_too_long_bytes: {
+    status: 400,
+    text: (p) =>
+      `El texto ocupa ${p.length} bytes y ${p.channel} acepta hasta ${p.limit} por mensaje (una letra con tilde o una ñ ocupa 2, un emoji 4). Acortalo o repartilo en varios mensajes.`,
+  },
   inbound_from_or_socialchat: { status: 400, text: 'Enviá from (teléfono) o socialchat (usuario de la red social): uno de los dos.' },
   inbound_text_required: { status: 400, text: 'Un mensaje de tipo text necesita text.' },
   timestamp_future: { status: 400, text: 'La fecha no puede estar en el futuro. Mandá la hora en que el cliente escribió.' },

@@ -14,7 +14,7 @@ const SendBody = z
       .strictObject({
         id: Uuid.describe('An APPROVED template of the account'),
         variables: z
-          .record(z.string(), z.string())
+          .record(z.string(), z.string().max(4096))
           .optional()
           .describe('Variable name → text; missing ones take the contact attribute of that name, then the template example'),
       })

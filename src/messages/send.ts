@@ -17,6 +17,7 @@ import { canonicalPhone } from '../lib/phone.js';
 import { effectiveLimits } from '../limits/plans.js';
 import type { Services } from '../services.js';
 import { providerApiError } from './batch.js';
+import { admitAutomatedSend, checkTemplateVariables, checkTextLength } from './outbound-guard.js';
 import { senderFor } from './send-from.js';
 import { insertOutbound, type SendInput, type SendOrigin, type SendWrite, writeAlone, writeWithOrigin } from './send-store.js';
 import { applyEarlyStatuses, MARKETING_BLOCKED } from './status.js';
@@ -27,6 +28,8 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
   if (input.text !== undefined && input.template !== undefined) throw invalid(['template'], textFor('send_not_both'));
   if (input.text === undefined && input.template === undefined) throw invalid(['text'], textFor('send_text_or_template'));
   if (input.text !== undefined && input.text.trim() === '') throw invalid(['text'], textFor('text_blank'));
+  if (input.text !== undefined) checkTextLength(input.text, 'whatsapp');
+  if (input.template?.variables) checkTemplateVariables(input.template.variables);
   const phone = canonicalPhone(input.to);
   if (!phone.ok) throw invalid(['to'], phone.message);
 
@@ -136,6 +139,8 @@ export interface ConversationSend {
  * 24-hour window, the same record of who answered, and no templates (Instagram has none).
  */
 export async function sendInConversation(s: Services, account: AccountRow, input: ConversationSend): Promise<MessageRecord> {
+  // An automation's or an agent's send takes the account's message minute cap first (outbound-guard.ts).
+  await admitAutomatedSend(s, account, input.origin.source);
   const content = input.text !== undefined ? { text: input.text } : input.template ? { template: input.template } : {};
   const known = input.known;
   if (known?.phoneNumberId && known.phone) {
@@ -149,6 +154,7 @@ export async function sendInConversation(s: Services, account: AccountRow, input
   }
   if (input.template) throw new ApiError('social_template');
   if (input.text === undefined || input.text.trim() === '') throw invalid(['text'], textFor('text_blank'));
+  checkTextLength(input.text, 'instagram');
   const social = conversation.social_account_id
     ? await s.db.selectFrom('social_accounts').selectAll().where('id', '=', conversation.social_account_id).executeTakeFirst()
     : undefined;

@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LEASE_MS } from '../../src/automations/steps.js';
+import { LEASE_MS } from '../../src/automations/step-writes.js';
 import { loadConfig } from '../../src/config.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { newId } from '../../src/lib/ids.js';

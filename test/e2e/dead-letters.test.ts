@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { LEASE_MS } from '../../src/automations/steps.js';
+import { LEASE_MS } from '../../src/automations/step-writes.js';
 import { agentTexts, executionErrors } from '../../src/http/messages.es-AR.js';
 import { newId } from '../../src/lib/ids.js';
 import { leaseMsFor } from '../../src/webhooks/dispatcher.js';
