@@ -189,17 +189,30 @@ export async function hostileFlows(env: Record<string, string>): Promise<{ ok: b
       201,
       'loop flow',
     );
+    // Each start passes the next phone on (a conversation runs one execution at a time), so only
+    // the hop bound can stop the chain.
+    const loopPhones = Array.from({ length: 10 }, () => nextPhone(7));
+    const shifted = Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`p${i + 1}`, `{{webhook.p${i + 2}}}`]));
     await must(
       admin(server.url, 'PATCH', `/accounts/${acc.id}/automations/${loop.id}`, {
         steps: [
-          { id: 'h', type: 'http', method: 'POST', url: `${server.url}${hookPath(loop)}`, body: { phone: '{{webhook.phone}}' }, save: 'r' },
+          {
+            id: 'h',
+            type: 'http',
+            method: 'POST',
+            url: `${server.url}${hookPath(loop)}`,
+            body: { phone: '{{webhook.p1}}', ...shifted },
+            save: 'r',
+          },
         ],
       }),
       200,
       'loop steps',
     );
-    const loopPhone = nextPhone(7);
-    await hit(server.url, 'POST', hookPath(loop), { phone: loopPhone });
+    await hit(server.url, 'POST', hookPath(loop), {
+      phone: loopPhones[0],
+      ...Object.fromEntries(loopPhones.slice(1).map((p, i) => [`p${i + 1}`, p])),
+    });
     await sleep(5000);
     const chained = await one(db, 'SELECT count(*)::int AS n FROM automation_executions WHERE automation_id = $1', [loop.id]);
     if (chained > MAX_CHAIN) problems.push(`loop: ${chained} executions`);
