@@ -8,6 +8,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, LogController } from 
 import { jsonSchemaTransform, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ZodType, z } from 'zod';
 import { accountRoutes } from './accounts/routes.js';
+import { loadAccountOfAdminRoutes } from './admin/account.js';
 import { adminAuth } from './admin/auth.js';
 import { adminRoutes } from './admin/routes.js';
 import { agentRoutes } from './agents/routes.js';
@@ -185,6 +186,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(
     async (admin) => {
       adminAuth(admin, services);
+      loadAccountOfAdminRoutes(admin, services);
       adminRoutes(admin as unknown as ZodApp, services);
       admin.get('/openapi.json', { schema: { hide: true } }, async () => operatorDocument(structuredClone(app.swagger())));
     },

@@ -5,6 +5,7 @@ import { expect } from 'vitest';
 import { createFlow, runDue, writes } from './automations.js';
 import type { Receiver } from './fakes/receiver.js';
 import { freshPhone, type TestAccount, type TestApp } from './harness.js';
+import { until } from './poll.js';
 
 export interface Business {
   acct: TestAccount;
@@ -23,17 +24,6 @@ const ORDER_FLOW = {
     { id: 's', type: 'send', text: 'Buscando el pedido {{pedido}}' },
   ],
 };
-
-/** Polls (real time) until `f` answers something truthy. */
-export async function until<T>(f: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 /**
  * An account with a webhook (its first delivery answered 500, then retried), a pipeline, a

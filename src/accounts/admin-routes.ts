@@ -4,7 +4,7 @@ import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { createKey, listKeys, revokeKey } from '../keys/service.js';
 import { PLAN_IDS } from '../limits/plans.js';
 import { LimitsOverride } from './schemas.js';
-import { accountBase, accountView, createAccount, getAccount, listAccounts, updateAccount } from './service.js';
+import { accountBase, accountView, createAccount, listAccounts, updateAccount } from './service.js';
 
 const AccountInput = z.strictObject({
   name: z.string().trim().min(1).max(200),
@@ -29,7 +29,7 @@ export const accountAdminRoutes: RoutesFn = (app, s) => {
   app.get(
     '/accounts/:id',
     { schema: { summary: 'An account with limits, usage and phone numbers (as GET /me)', tags: ['Operator'], params: IdParams } },
-    async (req) => accountView(s.db, s.usage, await getAccount(s.db, req.params.id)),
+    async (req) => accountView(s.db, s.usage, req.account),
   );
 
   app.patch(
@@ -60,7 +60,7 @@ export const accountAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req, reply) => {
-      const account = await getAccount(s.db, req.params.id);
+      const { account } = req;
       return reply.code(201).send(await createKey(s.db, account, req.body.name, s.clock.now()));
     },
   );
@@ -69,7 +69,6 @@ export const accountAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/keys',
     { schema: { summary: 'List the API keys (no secrets)', tags: ['Operator'], params: IdParams } },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       return { data: await listKeys(s.db, req.params.id) };
     },
   );
@@ -78,7 +77,6 @@ export const accountAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/keys/:keyId',
     { schema: { summary: 'Revoke an API key (401 from then on)', tags: ['Operator'], params: z.object({ id: Uuid, keyId: Uuid }) } },
     async (req, reply) => {
-      await getAccount(s.db, req.params.id);
       await revokeKey(s, req.params.id, req.params.keyId);
       return reply.code(204).send();
     },

@@ -1,6 +1,5 @@
 // Operator API: AI agents (docs/operator.md "AI agents").
 import { z } from 'zod';
-import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { AgentCreate, AgentPatch, AgentView } from './schemas.js';
 import { createAgent, deleteAgent, getAgent, listAgents, updateAgent } from './service.js';
@@ -35,7 +34,6 @@ export const agentAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req, reply) => {
-      await getAccount(s.db, req.params.id);
       return reply.code(201).send(await createAgent(s, req.params.id, req.body));
     },
   );
@@ -51,7 +49,6 @@ export const agentAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       return { data: await listAgents(s, req.params.id) };
     },
   );
@@ -97,7 +94,6 @@ export const agentAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       return runTestTurn(s, req.params.id, req.params.agentId, req.body);
     },
   );

@@ -1,6 +1,5 @@
 // Operator API: reviews of advanced agents (docs/operator.md "Agent reviews").
 import { z } from 'zod';
-import { getAccount } from '../accounts/service.js';
 import { CursorQuery, errors, NoBody, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';
 import { listReviews, rerunReview } from './reviews.js';
 
@@ -59,7 +58,6 @@ export const reviewAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       return listReviews(s, req.params.id, req.params.agentId, req.query);
     },
   );
@@ -78,7 +76,6 @@ export const reviewAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       return rerunReview(s, req.params.id, req.params.agentId, req.params.reviewId);
     },
   );

@@ -1,6 +1,5 @@
 // Operator API: automations, their executions and test runs (docs/operator.md "Automations").
 import { z } from 'zod';
-import { getAccount } from '../accounts/service.js';
 import { CursorQuery, IdParams, NoBody, type RoutesFn, Uuid } from '../http/schemas.js';
 import { cancelExecution, getExecutionWithSteps, listExecutions, startAndSettle } from './executions.js';
 import { StartVariables } from './routes.js';
@@ -68,7 +67,6 @@ export const automationAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req, reply) => {
-      await getAccount(s.db, req.params.id);
       return reply.code(201).send(await createAutomation(s, req.params.id, req.body));
     },
   );
@@ -77,7 +75,6 @@ export const automationAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/automations',
     { schema: { summary: "The account's automations, newest first", tags: ['Operator'], params: IdParams } },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       return { data: await listAutomations(s, req.params.id) };
     },
   );
@@ -179,7 +176,7 @@ export const automationAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req, reply) => {
-      const account = await getAccount(s.db, req.params.id);
+      const { account } = req;
       const automation = await getAutomationRow(s.db, account.id, req.params.automationId);
       const execution = await startAndSettle(s, { account, automation, to: req.body.to, variables: req.body.variables, trigger: 'test' });
       return reply.code(201).send(execution);

@@ -1,6 +1,5 @@
 // Operator API: campaigns (operator.md, "Pipelines, cases and campaigns").
 import { z } from 'zod';
-import { getAccount } from '../accounts/service.js';
 import { IdParams, NoBody, type RoutesFn, Uuid } from '../http/schemas.js';
 import { CampaignInput } from './schemas.js';
 import { campaignView, cancelCampaign, createCampaign, getCampaign, listCampaigns } from './service.js';
@@ -19,7 +18,7 @@ export const campaignAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req, reply) => {
-      const account = await getAccount(s.db, req.params.id);
+      const { account } = req;
       return reply.code(201).send(await createCampaign(s, account, req.body));
     },
   );
@@ -28,7 +27,6 @@ export const campaignAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/campaigns',
     { schema: { summary: "The account's campaigns", tags: ['Operator'], params: IdParams } },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       return { data: await listCampaigns(s.db, req.params.id) };
     },
   );
@@ -37,7 +35,6 @@ export const campaignAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/campaigns/:campaignId',
     { schema: { summary: 'One campaign', tags: ['Operator'], params: CampaignParams } },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       return campaignView(await getCampaign(s.db, req.params.id, req.params.campaignId));
     },
   );
@@ -46,7 +43,6 @@ export const campaignAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/campaigns/:campaignId/cancel',
     { schema: { summary: 'Cancel a campaign', tags: ['Operator'], params: CampaignParams, body: NoBody } },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       return cancelCampaign(s, req.params.id, req.params.campaignId);
     },
   );

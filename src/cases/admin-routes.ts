@@ -1,6 +1,5 @@
 // Operator API: pipelines, case close, reason and outcome by a person (operator.md).
 import { z } from 'zod';
-import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { addPipeline, listPipelines, PipelineInput } from './pipelines.js';
 import { OutcomeBody } from './routes.js';
@@ -14,7 +13,6 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/pipelines',
     { schema: { summary: 'Create a pipeline with its stages', tags: ['Operator'], params: IdParams, body: PipelineInput } },
     async (req, reply) => {
-      await getAccount(s.db, req.params.id);
       const view = await addPipeline(s.db, req.params.id, req.body, s.clock.now());
       return reply.code(201).send(view);
     },
@@ -24,13 +22,11 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/pipelines',
     { schema: { summary: "The account's pipelines", tags: ['Operator'], params: IdParams } },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       return listPipelines(s.db, req.params.id, { limit: 200 });
     },
   );
 
   app.get('/accounts/:id/cases/:caseId', { schema: { summary: 'One case', tags: ['Operator'], params: CaseParams } }, async (req) => {
-    await getAccount(s.db, req.params.id);
     return getCaseView(s.db, req.params.id, req.params.caseId);
   });
 
@@ -46,7 +42,6 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       return closeManually(s, req.params.id, req.params.caseId, req.body?.by ?? null);
     },
   );
@@ -66,7 +61,6 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       return setReasonByPerson(s, req.params.id, req.params.caseId, req.body);
     },
   );
@@ -83,7 +77,6 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       const { by, ...outcome } = req.body;
       return setOutcome(s, req.params.id, req.params.caseId, outcome, 'person', by ?? null);
     },

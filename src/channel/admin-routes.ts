@@ -2,7 +2,6 @@
 // live in phone-numbers.ts.
 import { z } from 'zod';
 import { PhoneNumberView } from '../accounts/schemas.js';
-import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { createPhoneNumber, readOperatorNumbers, updatePhoneNumber } from './phone-numbers.js';
 
@@ -63,7 +62,7 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req, reply) => {
-      const account = await getAccount(s.db, req.params.id);
+      const { account } = req;
       const row = await createPhoneNumber(s, account.id, req.body);
       req.log.info({ accountId: account.id, phoneNumberId: row.id, provider: row.provider }, 'phone number connected');
       return reply.code(201).send(row);
@@ -74,7 +73,6 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/phone-numbers',
     { schema: { summary: "The account's channel numbers", tags: ['Operator'], params: IdParams } },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       return { data: await readOperatorNumbers(s.db, req.params.id) };
     },
   );
@@ -91,7 +89,7 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      const account = await getAccount(s.db, req.params.id);
+      const { account } = req;
       return updatePhoneNumber(s, account.id, req.params.pnId, req.body);
     },
   );

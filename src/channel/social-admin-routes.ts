@@ -1,7 +1,6 @@
 // Operator API: social accounts (docs/operator.md "Social accounts"); the rules live in
 // social-accounts.ts.
 import { z } from 'zod';
-import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';
 import { createSocialAccount, deleteSocialAccount, listSocialAccounts, updateSocialAccount } from './social-accounts.js';
 
@@ -72,7 +71,7 @@ export const socialAccountAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req, reply) => {
-      const account = await getAccount(s.db, req.params.id);
+      const { account } = req;
       const row = await createSocialAccount(s, account.id, req.body);
       req.log.info({ accountId: account.id, socialAccountId: row.id, provider: row.provider }, 'social account connected');
       return reply.code(201).send(row);
@@ -90,7 +89,6 @@ export const socialAccountAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       return { data: await listSocialAccounts(s.db, req.params.id) };
     },
   );
@@ -107,7 +105,7 @@ export const socialAccountAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      const account = await getAccount(s.db, req.params.id);
+      const { account } = req;
       return updateSocialAccount(s, account.id, req.params.socialId, req.body);
     },
   );
@@ -122,7 +120,7 @@ export const socialAccountAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req, reply) => {
-      const account = await getAccount(s.db, req.params.id);
+      const { account } = req;
       await deleteSocialAccount(s, account.id, req.params.socialId);
       req.log.info({ accountId: account.id, socialAccountId: req.params.socialId }, 'social account deleted');
       return reply.code(204).send();

@@ -1,6 +1,5 @@
 // Operator API: the reasons catalogue (docs/operator.md "Reasons").
 import { z } from 'zod';
-import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { createReason, deleteReason, getReason, listReasons, ReasonCreate, ReasonPatch, ReasonView, updateReason } from './reasons.js';
 
@@ -32,7 +31,6 @@ export const reasonAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       return { data: await listReasons(s.db, req.params.id) };
     },
   );

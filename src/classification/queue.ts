@@ -1,9 +1,10 @@
 // The classification queue (spec agents.md "Classification and score of cases"): the inbound
 // transaction queues a row after each of a case's first three inbound messages; the
 // `classification` job (every 250 ms, and woken in-process after the inbound commit) claims due
-// rows with FOR UPDATE SKIP LOCKED — the oldest row of each case only, so a case is classified
-// one message at a time — classifies outside any transaction, writes in one transaction and
-// deletes the row. A row that fails for our own reason is tried again by QUEUE_RETRY_SCHEDULE, then
+// rows with FOR UPDATE SKIP LOCKED and a claim token — the oldest row of each case only, so a
+// case is classified one message at a time — classifies outside any transaction, writes in one
+// transaction and deletes the row. Every write checks the token: a worker whose lease lapsed and
+// whose row was claimed again writes nothing. A row that fails for our own reason is tried again by QUEUE_RETRY_SCHEDULE, then
 // parked as a dead letter (jobs/dead-letters.ts).
 import { sql } from 'kysely';
 import { normalizeText } from '../automations/text.js';
@@ -58,6 +59,8 @@ interface Claimed {
   nth: number;
   attempts: number;
   last_error: string | null;
+  /** This claim's token: every write below checks it is still the row's. */
+  claim: string;
 }
 
 /**
@@ -68,7 +71,7 @@ async function claim(s: Services, limit: number): Promise<Claimed[]> {
   const now = s.clock.now();
   const lease = new Date(now.getTime() + CLASSIFY_LEASE_MS);
   const r = await sql<Claimed>`
-    UPDATE case_classifications SET run_at = ${lease}, attempts = attempts + 1
+    UPDATE case_classifications SET run_at = ${lease}, attempts = attempts + 1, claim = ${newId()}
     WHERE id IN (
       SELECT c.id FROM case_classifications c
       WHERE c.run_at <= ${now} AND c.dead_at IS NULL
@@ -77,7 +80,7 @@ async function claim(s: Services, limit: number): Promise<Claimed[]> {
           WHERE o.case_id = c.case_id AND o.dead_at IS NULL AND (o.nth < c.nth OR (o.nth = c.nth AND o.id < c.id)))
       ORDER BY c.run_at LIMIT ${limit}
       FOR UPDATE OF c SKIP LOCKED)
-    RETURNING id, case_id, message_id, nth, attempts, last_error`.execute(s.db);
+    RETURNING id, case_id, message_id, nth, attempts, last_error, claim`.execute(s.db);
   return r.rows;
 }
 
@@ -91,16 +94,18 @@ async function failed(s: Services, row: Claimed, error: string, lapsed = false):
   if (at) {
     await s.db
       .updateTable('case_classifications')
-      .set((eb) => ({ run_at: at, failed_at: eb.fn.coalesce('failed_at', eb.val(now)), last_error: error }))
+      .set((eb) => ({ run_at: at, claim: null, failed_at: eb.fn.coalesce('failed_at', eb.val(now)), last_error: error }))
       .where('id', '=', row.id)
+      .where('claim', '=', row.claim)
       .execute();
     return;
   }
   const died = await transaction(s.db, async (trx) => {
     const parked = await trx
       .updateTable('case_classifications')
-      .set((eb) => ({ dead_at: now, failed_at: eb.fn.coalesce('failed_at', eb.val(now)), last_error: error }))
+      .set((eb) => ({ dead_at: now, claim: null, failed_at: eb.fn.coalesce('failed_at', eb.val(now)), last_error: error }))
       .where('id', '=', row.id)
+      .where('claim', '=', row.claim)
       .where('dead_at', 'is', null)
       .returning('failed_at')
       .executeTakeFirst();
@@ -126,7 +131,7 @@ async function failed(s: Services, row: Claimed, error: string, lapsed = false):
 export async function reviveClassification(trx: Trx, itemId: string, now: Date): Promise<boolean> {
   const r = await trx
     .updateTable('case_classifications')
-    .set({ dead_at: null, attempts: 0, failed_at: null, last_error: null, run_at: now })
+    .set({ dead_at: null, attempts: 0, failed_at: null, last_error: null, claim: null, run_at: now })
     .where('id', '=', itemId)
     .where('dead_at', 'is not', null)
     .executeTakeFirst();
@@ -138,7 +143,11 @@ export async function discardClassification(trx: Trx, itemId: string): Promise<v
   await trx.deleteFrom('case_classifications').where('id', '=', itemId).where('dead_at', 'is not', null).execute();
 }
 
-const dropRow = (trx: Trx | Services['db'], id: string) => trx.deleteFrom('case_classifications').where('id', '=', id).execute();
+/** Deletes the row while this claim holds it; false when the claim lapsed and the row was claimed again (or is gone). */
+async function dropRow(trx: Trx | Services['db'], row: Claimed): Promise<boolean> {
+  const r = await trx.deleteFrom('case_classifications').where('id', '=', row.id).where('claim', '=', row.claim).executeTakeFirst();
+  return r.numDeletedRows > 0n;
+}
 
 /** The texts of the case's first `nth` inbound messages, oldest first (reactions and media without caption left out). */
 async function caseTexts(s: Services, c: { conversation_id: string; created_at: Date }, row: Claimed): Promise<string[]> {
@@ -189,7 +198,7 @@ async function classifyRow(s: Services, row: Claimed): Promise<number> {
     .executeTakeFirst();
   const rescoring = c?.reason_status === 'set' && c.reason_source === 'classifier';
   if (!c || !(c.reason_status === 'pending' || rescoring)) {
-    await dropRow(s.db, row.id);
+    await dropRow(s.db, row);
     return 0;
   }
   const catalogue = await listReasonRows(s.db, c.account_id);
@@ -201,7 +210,7 @@ async function classifyRow(s: Services, row: Claimed): Promise<number> {
     // chose the same reason and answered its questions).
     const reason = catalogue.find((r) => r.id === c.reason_id);
     if (!reason?.scoring) {
-      await dropRow(s.db, row.id);
+      await dropRow(s.db, row);
       return 0;
     }
     if (verdict.reason?.id !== reason.id) {
@@ -215,7 +224,11 @@ async function classifyRow(s: Services, row: Claimed): Promise<number> {
     }
   }
   const emitted = await transaction(s.db, async (trx) => {
-    const done = await applyClassification(
+    // The row first, while this claim holds it: a late worker (its lease lapsed, the row claimed
+    // again) deletes nothing and writes nothing. Only the claim statement (SKIP LOCKED) and a
+    // failure of this same claim take the row, so this lock waits for nobody who waits for the case.
+    if (!(await dropRow(trx, row))) return false;
+    return applyClassification(
       trx,
       c.id,
       {
@@ -228,8 +241,6 @@ async function classifyRow(s: Services, row: Claimed): Promise<number> {
       },
       s.clock.now(),
     );
-    await dropRow(trx, row.id);
-    return done;
   });
   if (emitted) s.dispatcher.wake();
   return emitted ? 1 : 0;

@@ -23,7 +23,7 @@ const word = (s: string): string => (/^[\w@%+=:,./-]+$/.test(s) ? s : sq(s));
 /**
  * `npx chasqui` as it must be typed, in another terminal, to reach this server: the CLI finds it
  * at CHASQUI_URL, else http://127.0.0.1:$PORT (3000), and its token in $DATA_DIR/admin-token
- * (./data) unless ADMIN_TOKEN is set (operator.ts). What differs from those defaults is prefixed.
+ * (./data) unless ADMIN_TOKEN is set (cli/call.ts). What differs from those defaults is prefixed.
  */
 function cliCommand(base: string, config: Config): string {
   const env: string[] = [];

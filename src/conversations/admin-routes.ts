@@ -1,6 +1,5 @@
 // Operator API: a team member replies in a conversation; the conversation's internal notes.
 import { z } from 'zod';
-import { getAccount } from '../accounts/service.js';
 import { textFor } from '../http/messages.es-AR.js';
 import { errors, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';
 import { MessageRecord } from '../messages/view.js';
@@ -80,7 +79,6 @@ export const conversationAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       return listNotes(s.db, req.params.id, req.params.cid);
     },
   );

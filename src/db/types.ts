@@ -634,6 +634,8 @@ export interface CaseClassificationsTable {
   failed_at: Date | null;
   last_error: string | null;
   dead_at: Date | null;
+  /** The token of the claim in force (migrations/0026): the worker's writes check it. */
+  claim: Generated<string | null>;
 }
 
 /** A parked item of a durable queue (migrations/0019_dead_letters.sql). */

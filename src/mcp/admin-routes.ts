@@ -1,7 +1,6 @@
 // Operator routes of connected AI apps (docs/operator.md "AI apps"): connect (the token is shown
 // only here), list, disconnect.
 import { z } from 'zod';
-import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';
 import { connectApp, disconnectApp, listApps } from './apps.js';
 
@@ -29,7 +28,7 @@ export const aiAppAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req, reply) => {
-      const account = await getAccount(s.db, req.params.id);
+      const { account } = req;
       const created = await connectApp(s, account, req.body.name);
       req.log.info({ accountId: account.id, aiAppId: created.id }, 'AI app connected');
       return reply.code(201).send(created);
@@ -47,7 +46,6 @@ export const aiAppAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      await getAccount(s.db, req.params.id);
       return { data: await listApps(s.db, req.params.id) };
     },
   );
@@ -56,7 +54,6 @@ export const aiAppAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/ai-apps/:appId',
     { schema: { summary: 'Disconnect an AI app (its token answers 401 at once)', tags, params: z.object({ id: Uuid, appId: Uuid }) } },
     async (req, reply) => {
-      await getAccount(s.db, req.params.id);
       await disconnectApp(s, req.params.id, req.params.appId);
       req.log.info({ accountId: req.params.id, aiAppId: req.params.appId }, 'AI app disconnected');
       return reply.code(204).send();

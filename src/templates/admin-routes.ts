@@ -1,6 +1,5 @@
 // Operator API: templates (operator.md, "Channel numbers"). The app creates
 // them and moves their status (the channel's approval); DELETE is soft: sending it then → 404.
-import { getAccount } from '../accounts/service.js';
 import { IdParams, type RoutesFn } from '../http/schemas.js';
 import { TemplateInput, TemplateParams, TemplatePatch } from './schemas.js';
 import { createTemplate, deleteTemplate, setTemplateStatus, templateView } from './service.js';
@@ -10,7 +9,7 @@ export const templateAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/templates',
     { schema: { summary: 'Create a template (status PENDING unless given)', tags: ['Operator'], params: IdParams, body: TemplateInput } },
     async (req, reply) => {
-      const account = await getAccount(s.db, req.params.id);
+      const { account } = req;
       const row = await createTemplate(s.db, account.id, req.body, s.clock.now());
       return reply.code(201).send(templateView(row));
     },
@@ -20,7 +19,7 @@ export const templateAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/templates/:tid',
     { schema: { summary: "Move a template's status", tags: ['Operator'], params: TemplateParams, body: TemplatePatch } },
     async (req) => {
-      const account = await getAccount(s.db, req.params.id);
+      const { account } = req;
       return templateView(await setTemplateStatus(s.db, account.id, req.params.tid, req.body.status, s.clock.now()));
     },
   );
@@ -29,7 +28,7 @@ export const templateAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/templates/:tid',
     { schema: { summary: 'Delete a template (sending it then answers 404)', tags: ['Operator'], params: TemplateParams } },
     async (req, reply) => {
-      const account = await getAccount(s.db, req.params.id);
+      const { account } = req;
       await deleteTemplate(s.db, account.id, req.params.tid, s.clock.now());
       return reply.code(204).send();
     },

@@ -1,6 +1,5 @@
 // Operator API: webhook subscriptions, deliveries, test event (operator.md, "Webhooks").
 import { z } from 'zod';
-import { getAccount } from '../accounts/service.js';
 import { CursorQuery, errors, IdParams, NoBody, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';
 import { EVENT_KINDS } from './outbox.js';
 import {
@@ -77,11 +76,10 @@ export const webhookAdminRoutes: RoutesFn = (app, s) => {
         response: { 201: WebhookView.extend({ secret: z.string().describe('whsec_… signing secret') }), ...errors(400, 402, 404) },
       },
     },
-    async (req, reply) => reply.code(201).send(await createWebhook(s, await getAccount(s.db, req.params.id), req.body)),
+    async (req, reply) => reply.code(201).send(await createWebhook(s, req.account, req.body)),
   );
 
   app.get('/accounts/:id/webhooks', { schema: { summary: 'List the webhook URLs', tags, params: IdParams } }, async (req) => {
-    await getAccount(s.db, req.params.id);
     return { data: await listWebhooks(s.db, req.params.id) };
   });
 

@@ -13,6 +13,7 @@ import { runJob } from '../../src/jobs/scheduler.js';
 import { type Runtime, startRuntime } from '../../src/runtime.js';
 import { type FakeGraph, startFakeGraph } from '../fakes/graph.js';
 import { ADMIN_TOKEN, freshPhone, request, startTestApp } from '../harness.js';
+import { until } from '../poll.js';
 import { serverEnv, spawnServer } from '../server-process.js';
 
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -30,14 +31,6 @@ const digits = (n: number) => Array.from(randomBytes(n), (b) => String(b % 10)).
 const AUDIENCE = 100;
 /** The number's tier: the campaign takes about 5 s, so the kill falls in the middle. */
 const TIER = 20;
-
-async function waitFor(what: string, ok: () => boolean, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 async function scenario(graph: FakeGraph, dbEnv: Record<string, string>) {
   const env = serverEnv({
@@ -83,7 +76,7 @@ async function scenario(graph: FakeGraph, dbEnv: Record<string, string>) {
   });
   expect(campaign.body).toMatchObject({ status: 'sending', recipients: AUDIENCE });
   // Mid-campaign: some sends answered, some in flight at Graph (each takes 300 ms).
-  await waitFor('the first sends', () => graph.sends().length >= 20, 20_000);
+  await until(() => graph.sends().length >= 20, { what: 'the first sends', ms: 20_000 });
   const exited = new Promise((res) => first.child.once('exit', res));
   first.child.kill('SIGKILL');
   await exited;

@@ -2,7 +2,7 @@
 // decisions.md reasonStatus / scoreBucket; docs/classification.md; operator.md "Reasons").
 // The model path uses a stand-in LlmClient set on the services (no model server needed).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { stopClassifier } from '../../src/classification/queue.js';
+import { CLASSIFY_LEASE_MS, runClassifications, stopClassifier } from '../../src/classification/queue.js';
 import type { ChatMessage, LlmClient } from '../../src/llm/types.js';
 import { ModelError } from '../../src/llm/types.js';
 import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
@@ -450,6 +450,59 @@ describe('with a model (a stand-in LlmClient on the services): "one call with a 
     expect(await queued(c.id)).toBe(0);
     const ev = await classified(acc, c.id);
     expect(ev.map((e) => e.data.reasonSource)).toEqual(['person']);
+  });
+});
+
+describe('"a late worker whose claim expired and was re-claimed must not overwrite" (issue 25: the classification claim)', () => {
+  it("a stale claim's final write changes nothing: the re-claim's reason, score and one case.classified stay", async () => {
+    const acc = await app.createAccount();
+    const precio = await reason(acc, PRECIO);
+    const answer = (now: number) => ({
+      reasonId: precio.id,
+      subreasonId: null,
+      confidence: 0.9,
+      answers: [
+        { question: '¿Quiere comprar?', probability: 1 },
+        { question: '¿Lo necesita ya?', probability: now },
+      ],
+    });
+    const stub = (json: () => Promise<unknown>): LlmClient => ({
+      defaultModel: 'stand-in',
+      budgetMs: 1000,
+      chat: async () => ({ text: null, toolCalls: [] }),
+      json: async <T>(input: { schema: { parse(v: unknown): T } }) => input.schema.parse(await json()),
+    });
+    let release!: () => void;
+    let started!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const inCall = new Promise<void>((r) => (started = r));
+    // The late worker: this process's classifier (woken by the inbound commit), held in its model
+    // call; it will answer score 100.
+    app.rt.services.llm = stub(async () => {
+      started();
+      await gate;
+      return answer(1);
+    });
+    try {
+      const res = await app.inbound({ accountId: acc.id, from: freshPhone(), text: 'Quiero saber el precio' });
+      expect(res.status).toBe(201);
+      await inCall;
+      // Its lease lapses; another worker (its own service container, as a second process has)
+      // claims the row again and classifies it: score 60.
+      app.clock.advance(CLASSIFY_LEASE_MS + 1_000);
+      expect(await runClassifications({ ...app.rt.services, llm: stub(async () => answer(0)) })).toBe(1);
+      const reclaimed = await caseOf(acc, res.body.conversationId);
+      expect(reclaimed).toMatchObject({ reasonId: precio.id, reasonStatus: 'set', score: 60 });
+      // The late worker's model answers now: its write must change nothing.
+      release();
+      await runJob();
+      const c = await caseOf(acc, res.body.conversationId);
+      expect(c).toEqual(reclaimed);
+      expect(await classified(acc, c.id)).toHaveLength(1);
+      expect(await queued(c.id)).toBe(0);
+    } finally {
+      app.rt.services.llm = null;
+    }
   });
 });
 

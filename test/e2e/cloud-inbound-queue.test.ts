@@ -18,6 +18,7 @@ import { loadConfig } from '../../src/config.js';
 import { newId } from '../../src/lib/ids.js';
 import { startRuntime } from '../../src/runtime.js';
 import { ADMIN_TOKEN, freshPhone, request, type StartOptions, startTestApp, type TestApp } from '../harness.js';
+import { until } from '../poll.js';
 
 const onPostgres = !!process.env.DATABASE_URL;
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -162,16 +163,6 @@ const received = async (p: Pick<Proc, 'rt'>, n: CloudNumber) =>
       .execute()
   ).length;
 
-async function until<T>(what: string, f: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (ok(v)) return v;
-    if (Date.now() > end) throw new Error(`${what}: still ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 describe('"answer 200 at once, process from a durable queue" (docs/cloud.md "Inbound: acknowledged at once")', () => {
   it('the 200 comes before processing, the batch is committed with it, and a restarted process processes it', async () => {
     const app = await firstProcess({ workers: false });
@@ -188,16 +179,14 @@ describe('"answer 200 at once, process from a durable queue" (docs/cloud.md "Inb
     const next = await restart(app);
     expect(
       await until(
-        'messages',
-        () => texts(next, n, from),
-        (t) => t.length > 0,
+        async () => {
+          const t = await texts(next, n, from);
+          return t.length > 0 && t;
+        },
+        { what: 'messages' },
       ),
     ).toEqual(['hola, ¿tienen stock?']);
-    await until(
-      'queue',
-      () => queued(next),
-      (q) => q.length === 0,
-    );
+    await until(async () => (await queued(next)).length === 0, { what: 'queue' });
     expect(await received(next, n)).toBe(1);
   });
 

@@ -16,6 +16,7 @@ import { IN_DOUBT_MS } from '../../src/messages/reconcile.js';
 import { type Runtime, startRuntime } from '../../src/runtime.js';
 import { type AcceptedSend, type FakeGraph, startFakeGraph } from '../fakes/graph.js';
 import { ADMIN_TOKEN, freshPhone, type Res, request, startTestApp, type TestApp } from '../harness.js';
+import { until } from '../poll.js';
 import { serverEnv, spawnServer } from '../server-process.js';
 
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -24,14 +25,6 @@ afterAll(async () => {
 });
 
 const digits = (n: number) => Array.from(randomBytes(n), (b) => String(b % 10)).join('');
-
-async function waitFor(what: string, ok: () => boolean, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const adminAt =
   (base: string) =>
@@ -168,7 +161,7 @@ describe('Cloud sends and statuses in one process (operations.md "Reconciliation
     const a = await cloudAccount(app.url, graph);
     graph.queue({ hold: true });
     const sending = api(app.url, a, 'POST', '/messages', { to: freshPhone(), template: { id: a.templateId } });
-    await waitFor('the held send', () => graph.held().length === 1, 10_000);
+    await until(() => graph.held().length === 1, { what: 'the held send', ms: 10_000 });
     const held = graph.held()[0]!;
     expect(held.opaque).toBeDefined();
     await postStatus(app.url, graph.statusWebhook(held.wamid, 'delivered', { wabaId: a.wabaId, at: app.clock.now() }), a.appSecret);
@@ -188,7 +181,7 @@ describe('Cloud sends and statuses in one process (operations.md "Reconciliation
     const a = await cloudAccount(app.url, graph);
     graph.queue({ hold: true });
     const sending = api(app.url, a, 'POST', '/messages', { to: freshPhone(), template: { id: a.templateId } });
-    await waitFor('the held send', () => graph.held().length === 1, 10_000);
+    await until(() => graph.held().length === 1, { what: 'the held send', ms: 10_000 });
     const held = graph.held()[0]!;
     await postStatus(app.url, graph.statusWebhook(held.wamid, 'sent', { wabaId: a.wabaId }), a.appSecret);
     graph.release();
@@ -209,7 +202,7 @@ describe('Cloud sends and statuses in one process (operations.md "Reconciliation
     });
     expect(campaign.status).toBe(201);
     const run = app.admin('POST', '/jobs/campaigns/run');
-    await waitFor('the held campaign send', () => graph.held().length === 1, 10_000);
+    await until(() => graph.held().length === 1, { what: 'the held campaign send', ms: 10_000 });
     const held = graph.held()[0]!;
     await postStatus(app.url, graph.statusWebhook(held.wamid, 'delivered', { wabaId: a.wabaId, at: app.clock.now() }), a.appSecret);
     graph.release();
@@ -241,7 +234,7 @@ describe('Cloud sends and statuses in one process (operations.md "Reconciliation
     // In doubt: a status naming its id on another account's number does not reconcile it.
     graph.queue({ hold: true });
     const sending = api(app.url, a, 'POST', '/messages', { to: freshPhone(), template: { id: a.templateId } });
-    await waitFor('the held send', () => graph.held().length === 1, 10_000);
+    await until(() => graph.held().length === 1, { what: 'the held send', ms: 10_000 });
     const held = graph.held()[0]!;
     await postStatus(app.url, statusPayload(other, `wamid.OTRO${digits(20)}`, 'delivered', held.opaque), other.appSecret);
     expect((await api(app.url, a, 'GET', `/messages/${held.opaque}`)).body).toMatchObject({ wamid: null, status: 'pending' });
@@ -316,14 +309,14 @@ async function crashScenario(graph: FakeGraph, dbEnv: Record<string, string>) {
   // The API sends never answer: their process dies.
   for (let i = 0; i < 2; i++)
     void api(first.url, a, 'POST', '/messages', { to: freshPhone(), template: { id: a.templateId } }).catch(() => {});
-  await waitFor('the API sends at Graph', () => graph.held().length === 2, 20_000);
+  await until(() => graph.held().length === 2, { what: 'the API sends at Graph', ms: 20_000 });
   const campaign = await adminAt(first.url)('POST', `/accounts/${a.id}/campaigns`, {
     name: 'Corte',
     templateId: a.templateId,
     audience: { attributes: { grupo: 'corte' } },
   });
   expect(campaign.status).toBe(201);
-  await waitFor('the campaign sends at Graph', () => graph.held().length === 4, 20_000);
+  await until(() => graph.held().length === 4, { what: 'the campaign sends at Graph', ms: 20_000 });
   const [apiDone, apiLost, campDone, campLost] = graph.held() as [AcceptedSend, AcceptedSend, AcceptedSend, AcceptedSend];
   const exited = new Promise((res) => first.child.once('exit', res));
   first.child.kill('SIGKILL');

@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { textFor } from '../../src/http/messages.es-AR.js';
 import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../harness.js';
+import { until } from '../poll.js';
 
 const HEADERS_MS = 400;
 const BODY_MS = 600;
@@ -188,12 +189,3 @@ describe('"A client that disconnects mid-request is logged at debug, not as an o
     expect(handled()).toHaveLength(N);
   });
 });
-
-/** Polls a condition the server reaches on its own (a log line written), up to 10 s. */
-async function until(done: () => boolean): Promise<void> {
-  const limit = performance.now() + 10_000;
-  while (!done()) {
-    if (performance.now() > limit) throw new Error('condition not reached in 10 s');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emitEvent } from '../../src/webhooks/outbox.js';
 import { type Received, type Receiver, startReceiver } from '../fakes/receiver.js';
 import { freshPhone, startTestApp, storeWebhookUnchecked, type TestAccount, type TestApp } from '../harness.js';
+import { until } from '../poll.js';
 
 let app: TestApp;
 const receivers: Receiver[] = [];
@@ -41,16 +42,6 @@ async function advance(ms: number, on: TestApp = app): Promise<void> {
   on.clock.advance(ms);
   const res = await on.admin('POST', '/jobs/webhooks/run');
   expect(res.status).toBe(200);
-}
-
-async function until<T>(f: () => Promise<T | undefined | false>, timeoutMs = 5_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 const deliveries = (acc: TestAccount, wid: string) => app.admin('GET', `/accounts/${acc.id}/webhooks/${wid}/deliveries`);
