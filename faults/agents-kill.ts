@@ -30,7 +30,7 @@ const reply = (text: string) => ({ name: 'reply', args: { text } });
 const between = (a: number, b: number) => a + Math.floor(Math.random() * (b - a));
 
 /** An account whose sandbox number is answered by an active agent. */
-async function agentAccount(server: Server, name: string) {
+export async function agentAccount(server: Server, name: string) {
   const acc = await benchAccount(server.url, UNLIMITED, name);
   const agent = await must(
     admin(server.url, 'POST', `/accounts/${acc.id}/agents`, {

@@ -14,6 +14,7 @@ import { createServer } from 'node:http';
 import pg from 'pg';
 import { admin, benchAccount, must, nextPhone, quantile, type Server, sleep, startServer, UNLIMITED } from '../bench/lib.js';
 import { startFakeLlm } from '../test/fakes/llm.js';
+import { agentAccount } from './agents-kill.js';
 
 const REGEX_CUSTOMERS = 20;
 const WHATSAPP_MAX = 4096;
@@ -260,21 +261,7 @@ export async function hostileFlows(env: Record<string, string>): Promise<{ ok: b
     if (bigStatus !== 'failed') problems.push(`flow send of 200,011: execution ${bigStatus}`);
 
     // 4b. An agent whose model answers 300 replies, then one reply of 100,000 characters.
-    const agentAcc = await benchAccount(server.url, UNLIMITED, 'faults-hostile-agent');
-    const agent = await must(
-      admin(server.url, 'POST', `/accounts/${agentAcc.id}/agents`, {
-        name: 'Ventas',
-        status: 'active',
-        instructions: 'Sos la vendedora. Tuteá con voseo.',
-      }),
-      201,
-      'agent',
-    );
-    await must(
-      admin(server.url, 'PATCH', `/accounts/${agentAcc.id}/phone-numbers/${agentAcc.phoneNumberId}`, { agentId: agent.id }),
-      200,
-      'assign agent',
-    );
+    const agentAcc = await agentAccount(server, 'faults-hostile-agent');
     const sentence = 'Esta es una oración bastante larga sobre la yerba que vendemos en la tienda. ';
     llm.otherwise = (req) =>
       /spam/.test(req.lastUser ?? '')

@@ -60,6 +60,18 @@ const outbound = (conversationId: string) =>
     .orderBy('id')
     .execute();
 
+/** An Instagram account connected to `acc` through the operator API (answered by the fake Graph). */
+async function connectInstagram(acc: TestAccount) {
+  const igUserId = `1784${Array.from(randomBytes(13), (b) => String(b % 10)).join('')}`;
+  const social = await app.admin('POST', `/accounts/${acc.id}/social-accounts`, {
+    name: 'Instagram de la tienda',
+    provider: 'instagram',
+    instagram: { igUserId, accessToken: `IGAA${randomBytes(24).toString('base64url')}`, appSecret: 'x'.repeat(32), verifyToken: 'vt-123' },
+  });
+  expect(social.status, JSON.stringify(social.body)).toBe(201);
+  return social;
+}
+
 const turnsOf = (conversationId: string) =>
   app.rt.services.db
     .selectFrom('agent_turns as t')
@@ -122,18 +134,7 @@ describe('"a longer agent reply is split at sentence/line boundaries into at mos
 
   it('"Instagram 1,000": an agent\'s 2,500-character reply reaches the Instagram Graph as messages of at most 1,000', async () => {
     const acc = await app.createAccount();
-    const igUserId = `1784${Array.from(randomBytes(13), (b) => String(b % 10)).join('')}`;
-    const social = await app.admin('POST', `/accounts/${acc.id}/social-accounts`, {
-      name: 'Instagram de la tienda',
-      provider: 'instagram',
-      instagram: {
-        igUserId,
-        accessToken: `IGAA${randomBytes(24).toString('base64url')}`,
-        appSecret: 'x'.repeat(32),
-        verifyToken: 'vt-123',
-      },
-    });
-    expect(social.status, JSON.stringify(social.body)).toBe(201);
+    const social = await connectInstagram(acc);
     const agent = await app.admin('POST', `/accounts/${acc.id}/agents`, { name: 'Ventas', status: 'active', instructions: 'Vendé yerba.' });
     expect((await app.admin('PATCH', `/accounts/${acc.id}/social-accounts/${social.body.id}`, { agentId: agent.body.id })).status).toBe(
       200,
@@ -158,17 +159,7 @@ describe('"a longer agent reply is split at sentence/line boundaries into at mos
 
   it('"Instagram 1,000" (bytes of UTF-8): a team reply of 600 ñ (1,200 bytes) on Instagram is a 400 at text, nothing stored nor sent', async () => {
     const acc = await app.createAccount();
-    const igUserId = `1784${Array.from(randomBytes(13), (b) => String(b % 10)).join('')}`;
-    const social = await app.admin('POST', `/accounts/${acc.id}/social-accounts`, {
-      name: 'IG',
-      provider: 'instagram',
-      instagram: {
-        igUserId,
-        accessToken: `IGAA${randomBytes(24).toString('base64url')}`,
-        appSecret: 'x'.repeat(32),
-        verifyToken: 'vt-123',
-      },
-    });
+    const social = await connectInstagram(acc);
     const inbound = await app.admin('POST', '/sandbox/social-inbound', {
       socialAccountId: social.body.id,
       userId: '5557654321',
