@@ -13,6 +13,7 @@ import { reasonAdminRoutes } from '../classification/admin-routes.js';
 import { conversationAdminRoutes } from '../conversations/admin-routes.js';
 import type { RoutesFn } from '../http/schemas.js';
 import { aiAppAdminRoutes } from '../mcp/admin-routes.js';
+import { memberAdminRoutes } from '../members/admin-routes.js';
 import { templateAdminRoutes } from '../templates/admin-routes.js';
 import { webhookAdminRoutes } from '../webhooks/admin-routes.js';
 import { deadLetterAdminRoutes } from './dead-letters.js';
@@ -21,6 +22,7 @@ import { jobAdminRoutes } from './jobs.js';
 export const adminRoutes: RoutesFn = (app, s) => {
   for (const routes of [
     accountAdminRoutes,
+    memberAdminRoutes,
     phoneNumberAdminRoutes,
     socialAccountAdminRoutes,
     templateAdminRoutes,

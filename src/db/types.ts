@@ -458,6 +458,34 @@ export interface ConversationNotesTable {
   created_at: TsDefault;
 }
 
+export interface MembersTable {
+  id: string;
+  account_id: string;
+  email: string;
+  name: string;
+  role: 'owner' | 'admin' | 'agent';
+  status: 'active' | 'invited' | 'disabled';
+  password_hash: string | null;
+  created_at: TsDefault;
+  last_seen_at: Date | null;
+}
+
+export interface MemberInvitesTable {
+  token_hash: string;
+  member_id: string;
+  expires_at: Ts;
+  used_at: Date | null;
+  created_at: TsDefault;
+}
+
+export interface MemberSessionsTable {
+  token_hash: string;
+  member_id: string;
+  csrf: string;
+  created_at: TsDefault;
+  last_seen_at: TsDefault;
+}
+
 export interface AgentsTable {
   id: string;
   account_id: string;
@@ -672,6 +700,9 @@ export interface InboundQueueKeysTable {
 }
 
 export interface Database {
+  members: MembersTable;
+  member_invites: MemberInvitesTable;
+  member_sessions: MemberSessionsTable;
   inbound_queue: InboundQueueTable;
   dead_letters: DeadLettersTable;
   inbound_queue_keys: InboundQueueKeysTable;
@@ -715,6 +746,7 @@ export interface Database {
 }
 
 export type AccountRow = Selectable<AccountsTable>;
+export type MemberRow = Selectable<MembersTable>;
 export type PhoneNumberRow = Selectable<PhoneNumbersTable>;
 export type SocialAccountRow = Selectable<SocialAccountsTable>;
 export type ContactRow = Selectable<ContactsTable>;

@@ -59,6 +59,27 @@ export const catalogue = {
   // 404
   not_found: { status: 404, text: 'No encontramos ese recurso en tu cuenta.' },
   account_not_found: { status: 404, text: 'No existe esa cuenta.' },
+  member_not_found: { status: 404, text: 'No existe ese miembro en la cuenta. Revisá el id.' },
+  invite_not_found: {
+    status: 404,
+    text: 'Este enlace de invitación no sirve: ya se usó, venció o no existe. Pedile a quien administra la cuenta uno nuevo.',
+  },
+  member_email_taken: { status: 409, text: 'Ya hay un miembro con ese email. Usá otro email o editá ese miembro.' },
+  last_owner: {
+    status: 409,
+    text: 'La cuenta tiene que conservar al menos un dueño activo. Nombrá a otro miembro dueño antes de cambiar o quitar a este.',
+  },
+  login_failed: { status: 401, text: 'Email o contraseña incorrectos.' },
+  session_required: { status: 401, text: 'Tu sesión no es válida o venció. Ingresá de nuevo.' },
+  login_throttled: {
+    status: 429,
+    text: (p) => `Demasiados intentos fallidos. Esperá ${p.minutes} minutos y probá de nuevo.`,
+  },
+  csrf_failed: {
+    status: 403,
+    text: 'Falta el encabezado X-Chasqui-CSRF o no coincide con tu sesión. Recargá la página y probá de nuevo.',
+  },
+  role_forbidden: { status: 403, text: 'Tu rol en la cuenta no te permite hacer esto. Pedíselo a un dueño o administrador.' },
   contact_not_found: { status: 404, text: 'No encontramos ese contacto en tu cuenta.' },
   template_not_found: { status: 404, text: 'No encontramos esa plantilla en tu cuenta: puede que la hayan borrado. Revisá el id.' },
   message_not_found: { status: 404, text: 'No encontramos ese mensaje en tu cuenta. Revisá el id.' },

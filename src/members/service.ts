@@ -1,0 +1,159 @@
+// Members of an account (docs/console.md "Members"): add with a password or a one-use invite,
+// list, change name/role/status, remove. An account always keeps an active owner; disabling or
+// removing a member ends their sessions at once (their rows go with them).
+import { createHash, randomBytes } from 'node:crypto';
+import type { Executor } from '../db/index.js';
+import type { AccountRow, MemberRow } from '../db/types.js';
+import { ApiError } from '../http/errors.js';
+import { iso } from '../http/schemas.js';
+import { newId } from '../lib/ids.js';
+import type { Services } from '../services.js';
+import { hashPassword } from './password.js';
+
+export type Role = MemberRow['role'];
+export const ROLES = ['owner', 'admin', 'agent'] as const;
+export const INVITE_TTL_MS = 7 * 24 * 3600_000;
+
+export const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
+export const randomToken = (): string => randomBytes(32).toString('base64url');
+
+export const memberView = (m: MemberRow) => ({
+  id: m.id,
+  email: m.email,
+  name: m.name,
+  role: m.role,
+  status: m.status,
+  createdAt: iso(m.created_at) as string,
+  lastSeenAt: iso(m.last_seen_at),
+});
+export type MemberView = ReturnType<typeof memberView>;
+
+const isUniqueViolation = (err: unknown): boolean => (err as { code?: string } | null)?.code === '23505';
+
+/** A new invite link for the member; only the token's sha256 is stored. */
+async function invite(s: Services, db: Executor, memberId: string): Promise<string> {
+  const token = randomToken();
+  await db
+    .insertInto('member_invites')
+    .values({ token_hash: sha256(token), member_id: memberId, expires_at: new Date(s.clock.ms() + INVITE_TTL_MS) })
+    .execute();
+  return `${s.publicUrl.replace(/\/$/, '')}/console/invite/${token}`;
+}
+
+export interface NewMember {
+  email: string;
+  name?: string | undefined;
+  role: Role;
+  password?: string | undefined;
+}
+
+export async function addMember(s: Services, account: AccountRow, m: NewMember): Promise<{ member: MemberView; inviteUrl: string | null }> {
+  const email = m.email.trim().toLowerCase();
+  const passwordHash = m.password === undefined ? null : await hashPassword(m.password);
+  try {
+    return await s.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .insertInto('members')
+        .values({
+          id: newId(),
+          account_id: account.id,
+          email,
+          name: m.name?.trim() || email.split('@')[0],
+          role: m.role,
+          status: passwordHash ? 'active' : 'invited',
+          password_hash: passwordHash,
+          created_at: s.clock.now(),
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      const inviteUrl = passwordHash ? null : await invite(s, trx, row.id);
+      return { member: memberView(row), inviteUrl };
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new ApiError('member_email_taken');
+    throw err;
+  }
+}
+
+export const listMembers = (db: Executor, accountId: string): Promise<MemberRow[]> =>
+  db.selectFrom('members').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+
+export async function getMember(db: Executor, accountId: string, memberId: string): Promise<MemberRow> {
+  const m = await db.selectFrom('members').selectAll().where('id', '=', memberId).where('account_id', '=', accountId).executeTakeFirst();
+  if (!m) throw new ApiError('member_not_found');
+  return m;
+}
+
+/** Refuses when, after this change, the account would have no active owner (the account row is locked meanwhile). */
+async function keepAnOwner(trx: Executor, accountId: string, member: MemberRow, after: { role: Role; status: string } | null) {
+  if (member.role !== 'owner' || member.status !== 'active') return;
+  if (after && after.role === 'owner' && after.status === 'active') return;
+  const others = await trx
+    .selectFrom('members')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('account_id', '=', accountId)
+    .where('role', '=', 'owner')
+    .where('status', '=', 'active')
+    .where('id', '<>', member.id)
+    .executeTakeFirstOrThrow();
+  if (Number(others.n) === 0) throw new ApiError('last_owner');
+}
+
+export interface MemberChange {
+  name?: string | undefined;
+  role?: Role | undefined;
+  status?: 'active' | 'disabled' | undefined;
+}
+
+export async function updateMember(s: Services, accountId: string, memberId: string, c: MemberChange): Promise<MemberView> {
+  return s.db.transaction().execute(async (trx) => {
+    await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().execute();
+    const m = await getMember(trx, accountId, memberId);
+    // An invited member becomes active by choosing a password (the invite), not by the operator.
+    const status = c.status === 'active' && m.status === 'invited' ? 'invited' : (c.status ?? m.status);
+    const role = c.role ?? m.role;
+    await keepAnOwner(trx, accountId, m, { role, status });
+    const row = await trx
+      .updateTable('members')
+      .set({ name: c.name?.trim() || m.name, role, status })
+      .where('id', '=', m.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    if (status === 'disabled') await trx.deleteFrom('member_sessions').where('member_id', '=', m.id).execute();
+    return memberView(row);
+  });
+}
+
+export async function removeMember(s: Services, accountId: string, memberId: string): Promise<void> {
+  await s.db.transaction().execute(async (trx) => {
+    await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().execute();
+    const m = await getMember(trx, accountId, memberId);
+    await keepAnOwner(trx, accountId, m, null);
+    // Invites and sessions go with the row (ON DELETE CASCADE).
+    await trx.deleteFrom('members').where('id', '=', m.id).execute();
+  });
+}
+
+/** POST /console/api/invites/{token}: sets the password once; the member becomes active. */
+export async function acceptInvite(s: Services, token: string, password: string): Promise<void> {
+  const passwordHash = await hashPassword(password);
+  await s.db.transaction().execute(async (trx) => {
+    const inv = await trx
+      .updateTable('member_invites')
+      .set({ used_at: s.clock.now() })
+      .where('token_hash', '=', sha256(token))
+      .where('used_at', 'is', null)
+      .where('expires_at', '>', s.clock.now())
+      .returning('member_id')
+      .executeTakeFirst();
+    if (!inv) throw new ApiError('invite_not_found');
+    const m = await trx
+      .updateTable('members')
+      .set({ password_hash: passwordHash, status: 'active' })
+      .where('id', '=', inv.member_id)
+      .where('status', '=', 'invited')
+      .returning('id')
+      .executeTakeFirst();
+    if (!m) throw new ApiError('invite_not_found');
+  });
+}
