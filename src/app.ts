@@ -2,6 +2,7 @@
 // (public /api/v1 behind the guards, operator /admin/v1, channel receivers, /mcp for AI apps).
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
+import fastifyCookie from '@fastify/cookie';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyReply, LogController } from 'fastify';
@@ -18,6 +19,7 @@ import { campaignRoutes } from './campaigns/routes.js';
 import { caseRoutes } from './cases/routes.js';
 import { cloudReceiverRoutes } from './channel/cloud/routes.js';
 import { instagramReceiverRoutes } from './channel/instagram/routes.js';
+import { consoleRoutes } from './console/routes.js';
 import { contactRoutes } from './contacts/routes.js';
 import { conversationRoutes } from './conversations/routes.js';
 import { errorHandler } from './http/error-handler.js';
@@ -159,6 +161,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     transformSpecification: (spec) => publicDocument(spec as Record<string, unknown>),
   });
 
+  // Console session cookies (docs/console.md): parsed for the operator scope and /console/api.
+  await app.register(fastifyCookie);
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => publicDocument(structuredClone(app.swagger())));
   healthRoutes(app, services);
 
@@ -193,6 +197,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     { prefix: '/admin/v1' },
   );
 
+  await app.register(async (c) => consoleRoutes(c as unknown as ZodApp, services));
   await app.register(async (ch) => cloudReceiverRoutes(ch as unknown as ZodApp, services));
   await app.register(async (ig) => instagramReceiverRoutes(ig as unknown as ZodApp, services));
   await app.register(async (hooks) => automationHookRoutes(hooks as unknown as ZodApp, services));

@@ -31,6 +31,9 @@ class NoLimiter implements Limiter {
   async admitAutomationStart() {
     return true;
   }
+  async loginFailures(scopes: string[]) {
+    return scopes.map(() => 0);
+  }
   announceForget() {}
   onForget() {}
   async redisHealth() {

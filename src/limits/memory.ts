@@ -40,6 +40,8 @@ export class MemoryLimiter implements Limiter {
   private calls = new Map<string, CallsState>();
   private loading = new Map<string, Promise<CallsState>>();
   private ips = new Map<string, IpState>();
+  /** Console login failures per email or IP (fixed windows). */
+  private logins = new Map<string, Window>();
 
   constructor(
     private readonly clock: Clock,
@@ -108,6 +110,17 @@ export class MemoryLimiter implements Limiter {
     if (w.n + 1 > perMinute) return false;
     w.n += 1;
     return true;
+  }
+
+  async loginFailures(scopes: string[], windowMs: number, add: number): Promise<number[]> {
+    const now = this.clock.ms();
+    const start = now - (now % windowMs);
+    if (this.logins.size >= MAX_IPS) for (const [k, w] of this.logins) if (w.start !== start) this.logins.delete(k);
+    return scopes.map((scope) => {
+      const w = current(this.logins, scope, start);
+      w.n += add;
+      return w.n;
+    });
   }
 
   /** One process: its own caches were told already. */

@@ -220,11 +220,23 @@ export class RedisLimiter implements Limiter {
     return r.ok;
   }
 
+  async loginFailures(scopes: string[], windowMs: number, add: number): Promise<number[]> {
+    const now = this.clock.ms();
+    const start = now - (now % windowMs);
+    const counts: number[] = [];
+    for (const scope of scopes) {
+      const r = await this.take(this.key('login', scope, start), -1, add, windowMs);
+      if (r === null) return this.fallback.loginFailures(scopes, windowMs, add);
+      counts.push(r.count);
+    }
+    return counts;
+  }
+
   /** Counts `k` on a window counter when they fit under `cap`; null when Redis cannot be asked (use the fallback). */
-  private async take(key: string, cap: number, k: number): Promise<{ ok: boolean; count: number } | null> {
+  private async take(key: string, cap: number, k: number, ttlMs = KEY_TTL_MS): Promise<{ ok: boolean; count: number } | null> {
     if (!(await this.link.usable())) return null;
     try {
-      const [ok, count] = await this.redis.chasquiTake(key, cap, KEY_TTL_MS, k);
+      const [ok, count] = await this.redis.chasquiTake(key, cap, ttlMs, k);
       this.link.recovered();
       return { ok: ok === 1, count };
     } catch (e) {

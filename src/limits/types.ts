@@ -61,6 +61,11 @@ export interface Limiter {
    */
   admitAutomationStart(automationId: string, perMinute: number): Promise<boolean>;
   /**
+   * Console login failures (docs/console.md "Throttling"): the failures each scope (`email:…`,
+   * `ip:…`) has in the current fixed window of `windowMs`, after counting `add` (0: only read).
+   */
+  loginFailures(scopes: string[], windowMs: number, add: number): Promise<number[]>;
+  /**
    * Tells every process that an account's credentials changed (a key revoked, an app
    * disconnected, a plan changed), so their token caches forget it now rather than within their
    * TTL: through Redis when configured; a single process needs nothing.
