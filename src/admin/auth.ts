@@ -30,6 +30,10 @@ function originAllowed(req: FastifyRequest, publicUrl: string): boolean {
   return own.includes(origin);
 }
 
+/** Who acts, when a member does through a session (docs/console.md: "attributed to them"); null for the operator. */
+export const memberBy = (req: FastifyRequest): { id: string; name: string } | null =>
+  req.session ? { id: req.session.member.id, name: req.session.member.name } : null;
+
 export function adminAuth(app: FastifyInstance, services: Services): void {
   const expected = digest(services.adminToken);
   app.decorateRequest('session', null);

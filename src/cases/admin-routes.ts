@@ -1,5 +1,6 @@
 // Operator API: pipelines, case close, reason and outcome by a person (operator.md).
 import { z } from 'zod';
+import { memberBy } from '../admin/auth.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { addPipeline, listPipelines, PipelineInput } from './pipelines.js';
 import { OutcomeBody } from './routes.js';
@@ -42,7 +43,7 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      return closeManually(s, req.params.id, req.params.caseId, req.body?.by ?? null);
+      return closeManually(s, req.params.id, req.params.caseId, memberBy(req) ?? req.body?.by ?? null);
     },
   );
 
@@ -61,7 +62,7 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      return setReasonByPerson(s, req.params.id, req.params.caseId, req.body);
+      return setReasonByPerson(s, req.params.id, req.params.caseId, { ...req.body, by: memberBy(req) ?? req.body.by });
     },
   );
 
@@ -78,7 +79,7 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
     },
     async (req) => {
       const { by, ...outcome } = req.body;
-      return setOutcome(s, req.params.id, req.params.caseId, outcome, 'person', by ?? null);
+      return setOutcome(s, req.params.id, req.params.caseId, outcome, 'person', memberBy(req) ?? by ?? null);
     },
   );
 };

@@ -1,5 +1,7 @@
 // Operator API: a team member replies in a conversation; the conversation's internal notes.
 import { z } from 'zod';
+import { memberBy } from '../admin/auth.js';
+import { invalid } from '../http/errors.js';
 import { textFor } from '../http/messages.es-AR.js';
 import { errors, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';
 import { MessageRecord } from '../messages/view.js';
@@ -24,7 +26,8 @@ const TeamReplyBody = z
       .optional(),
     by: z
       .strictObject({ id: z.string().min(1).max(200).optional(), name: z.string().min(1).max(200) })
-      .describe('The team member who writes'),
+      .optional()
+      .describe('The team member who writes (required with the operator token; a console session is the member itself)'),
   })
   .superRefine((b, ctx) => {
     if (b.text !== undefined && b.template !== undefined) {
@@ -63,7 +66,9 @@ export const conversationAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req, reply) => {
-      const record = await sendTeamReply(s, req.params.id, req.params.cid, req.body);
+      const by = memberBy(req) ?? req.body.by;
+      if (!by) throw invalid(['by'], textFor('team_reply_by_required'));
+      const record = await sendTeamReply(s, req.params.id, req.params.cid, { ...req.body, by });
       return reply.code(201).send(record);
     },
   );

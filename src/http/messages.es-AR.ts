@@ -70,6 +70,7 @@ export const catalogue = {
     text: 'La cuenta tiene que conservar al menos un dueño activo. Nombrá a otro miembro dueño antes de cambiar o quitar a este.',
   },
   login_failed: { status: 401, text: 'Email o contraseña incorrectos.' },
+  team_reply_by_required: { status: 400, text: 'Indicá quién responde: by con name (y un id si lo tenés).' },
   session_required: { status: 401, text: 'Tu sesión no es válida o venció. Ingresá de nuevo.' },
   login_throttled: {
     status: 429,
