@@ -5,6 +5,7 @@ import { accountsCommands, appsCommands, keysCommands, numbersCommands, socialCo
 import { agentsCommands } from './commands/agents.js';
 import { automationsCommands } from './commands/automations.js';
 import { casesCommands, pipelinesCommands } from './commands/cases.js';
+import { membersCommands } from './commands/members.js';
 import { campaignsCommands, conversationsCommands, templatesCommands, webhooksCommands } from './commands/messaging.js';
 import { deadLetterCommands, jobsCommands, sandboxCommands } from './commands/operations.js';
 
@@ -26,6 +27,7 @@ A server started with another PORT or DATA_DIR needs the same for its operator c
   // In this order: it is the order of `chasqui --help`.
   accountsCommands(program);
   keysCommands(program);
+  membersCommands(program);
   numbersCommands(program);
   socialCommands(program);
   templatesCommands(program);

@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { listMigrations } from '../../src/db/migrate.js';
+import { textFor } from '../../src/http/messages.es-AR.js';
 import { ADMIN_TOKEN, dropPostgresDatabase, freshPhone, freshPostgresDatabase, request, startTestApp, type TestApp } from '../harness.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -504,6 +505,26 @@ describe('operator commands against a running server (operator.md)', () => {
     expect(revoke.code).toBe(0);
     expect((await app.api(key.key, 'GET', '/me')).status).toBe(401);
   }, 120_000);
+
+  it('"npx chasqui members add <accountId> <email> --role owner [--name …] prints the invite link"; members list', async () => {
+    const acc = await app.createAccount();
+    const email = `cli-${Date.now()}@example.com`;
+    const made = json(await cli(['members', 'add', acc.id, email, '--role', 'owner', '--name', 'Dueña'], env));
+    expect(made.member).toMatchObject({ email, name: 'Dueña', role: 'owner', status: 'invited' });
+    expect(made.inviteUrl).toMatch(/\/console\/invite\/[A-Za-z0-9_-]{40,}$/);
+    const token = (made.inviteUrl as string).split('/').at(-1);
+    const set = await fetch(`${app.url}/console/api/invites/${token}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ password: 'una-clave-larga-123' }),
+    });
+    expect(set.status).toBe(204);
+    const list = json(await cli(['members', 'list', acc.id], env));
+    expect(list.data).toEqual([expect.objectContaining({ id: made.member.id, status: 'active' })]);
+    const last = await cli(['members', 'remove', acc.id, made.member.id], env);
+    expect(last.code).toBe(1);
+    expect(last.stderr).toContain(textFor('last_owner'));
+  }, 60_000);
 
   it('pipelines, sandbox inbound and cases close/reason; campaigns create; jobs run', async () => {
     const acc = await app.createAccount();
