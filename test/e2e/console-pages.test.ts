@@ -95,6 +95,11 @@ describe.skipIf(!haveBrowser)('the console pages, in chromium', () => {
     const errors: string[] = [];
     page.on('request', (r) => requests.push(r.url()));
     page.on('pageerror', (e) => errors.push(e.message));
+    // A Content-Security-Policy violation is reported on the console (an answer of 401 or 404 is
+    // also logged there, and is not an error of the page).
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) errors.push(m.text());
+    });
     return { page, requests, errors };
   }
 
