@@ -34,6 +34,10 @@ export default defineConfig({
   base: '/console/',
   plugins: [preact(), pruneOldAssets()],
   logLevel: 'warn',
+  // `npx vite`: the console with hot reload, its API calls passed to `npm run dev` on :3000.
+  server: {
+    proxy: { '/console/api': 'http://127.0.0.1:3000', '/admin/v1': 'http://127.0.0.1:3000', '/docs': 'http://127.0.0.1:3000' },
+  },
   build: {
     outDir: consoleOutDir,
     emptyOutDir: false,
