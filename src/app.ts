@@ -20,6 +20,7 @@ import { caseRoutes } from './cases/routes.js';
 import { cloudReceiverRoutes } from './channel/cloud/routes.js';
 import { instagramReceiverRoutes } from './channel/instagram/routes.js';
 import { consoleRoutes } from './console/routes.js';
+import { consoleApp } from './console/static.js';
 import { contactRoutes } from './contacts/routes.js';
 import { conversationRoutes } from './conversations/routes.js';
 import { errorHandler } from './http/error-handler.js';
@@ -204,6 +205,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(async (wk) => mcpMetadataRoutes(wk as unknown as ZodApp, services));
   // MCP for connected AI apps (mcp.md): the guard pipeline with an app token as the credential (mcp/door.ts).
   await app.register(async (mcp) => mcpRoutes(mcp, services));
+  await consoleApp(app); // the console's built app at /console (console/static.ts)
 
   return app;
 }

@@ -493,6 +493,8 @@ export const catalogue = {
     status: 503,
     text: 'El servicio no puede llegar a su base de datos en este momento. Probá de nuevo en unos segundos.',
   },
+  // The console's built app (src/console/static.ts)
+  console_not_built: { status: 503, text: 'La consola no está compilada. Corré npm run build y reiniciá el servidor.' },
   internal: { status: 500, text: 'Ocurrió un error inesperado de nuestro lado. Probá de nuevo; si sigue, escribinos con el requestId.' },
 } as const satisfies Record<string, { status: number; text: Text }>;
 
