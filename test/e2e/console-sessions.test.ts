@@ -143,7 +143,21 @@ describe('"only what their role allows (403 with a Spanish text otherwise)"', ()
     const reply = await agent.call('POST', `/accounts/${acc.id}/conversations/${w.body.conversationId}/messages`, { text: 'Te ayudo' });
     expect(reply.status).toBe(201);
     const items = (await acc.call('GET', `/conversations/${w.body.conversationId}/messages`)).body.data;
-    expect(items.at(-1)).toMatchObject({ id: reply.body.id, from: 'team', by: { id: me.id, name: me.name } });
+    expect(items.at(-1)).toMatchObject({ id: reply.body.id, from: 'team', by: { type: 'member', id: me.id, name: me.name } });
+    // A case closed through the session: closedBy is the member.
+    const pipeline = await app.admin('POST', `/accounts/${acc.id}/pipelines`, {
+      name: 'Ventas',
+      stages: [
+        { name: 'Abierto', kind: 'open' },
+        { name: 'Ganado', kind: 'won' },
+      ],
+    });
+    expect(pipeline.status).toBe(201);
+    await app.inbound({ accountId: acc.id, from: freshPhone(), text: 'Quiero comprar' });
+    const cases = await acc.call('GET', `/pipelines/${pipeline.body.id}/cases`);
+    const closedCase = await agent.call('POST', `/accounts/${acc.id}/cases/${cases.body.data[0].id}/close`, {});
+    expect(closedCase.status).toBe(200);
+    expect(closedCase.body.closedBy).toEqual({ type: 'member', id: me.id, name: me.name });
     // Reads of templates are an agent's; changing them is not.
     expect((await agent.call('GET', `/accounts/${acc.id}/templates`)).status).not.toBe(403);
     expect((await agent.call('POST', `/accounts/${acc.id}/templates`, {})).status).toBe(403);
