@@ -189,3 +189,36 @@ describe('"Login throttled: 10 failures for one email in 15 minutes, or 100 from
     expect((await login(app, target.email, target.password)).status).toBe(204);
   });
 });
+
+describe('"100 from one IP → 429" and "shared across processes"', () => {
+  it('100 failures from one IP (many emails) refuse the next login from it, even a right one', async () => {
+    const own = await startTestApp();
+    try {
+      const acc = await own.createAccount();
+      const m = await addMember(own, acc.id, 'owner');
+      for (let i = 0; i < 100; i++) expect((await login(own, `nadie-${i}@example.com`, 'mala-clave-larga')).status).toBe(401);
+      const refused = await login(own, m.email, m.password);
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    } finally {
+      await own.close();
+    }
+  }, 120_000);
+
+  it.skipIf(!process.env.REDIS_URL)(
+    'with Redis, the failures of one email made on two processes add up',
+    async () => {
+      const two = await startTestApp({ sameDataAs: app, clock: app.clock });
+      try {
+        const acc = await app.createAccount();
+        const m = await addMember(app, acc.id, 'owner');
+        for (let i = 0; i < 10; i++) expect((await login(i % 2 ? two : app, m.email, `mala-clave-larga-${i}`)).status).toBe(401);
+        expect((await login(two, m.email, m.password)).status).toBe(429);
+        expect((await login(app, m.email, m.password)).status).toBe(429);
+      } finally {
+        await two.close();
+      }
+    },
+    60_000,
+  );
+});
