@@ -1,14 +1,24 @@
 // Console sessions (docs/console.md): login, the cookie, /me, and the session door on the
 // operator account routes — own account only, CSRF on state changes, the role table.
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { textFor } from '../../src/http/messages.es-AR.js';
 import { newId } from '../../src/lib/ids.js';
 import { addMember, cookieOf, freshEmail, login, PASSWORD, signIn } from '../console-session.js';
 import { freshPhone, request, startTestApp, type TestApp } from '../harness.js';
 
+/** The app's log lines (LOG_LEVEL info), to check what a member's action logs and what is never logged. */
+const logs: string[] = [];
+const logStream = new Writable({
+  write(chunk, _enc, done) {
+    logs.push(String(chunk));
+    done();
+  },
+});
+
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp();
+  app = await startTestApp({ env: { LOG_LEVEL: 'info' }, logDestination: logStream });
 });
 afterAll(async () => {
   await app?.close();
@@ -187,6 +197,32 @@ describe('"Login throttled: 10 failures for one email in 15 minutes, or 100 from
     // The window passes (the injected clock): the email logs in again.
     app.clock.advance(15 * 60_000);
     expect((await login(app, target.email, target.password)).status).toBe(204);
+  });
+});
+
+describe('"an audit line in the log"; passwords "never logged"', () => {
+  it('a change through a session logs `member action` with memberId, method and route pattern, no body; no password nor cookie in any line', async () => {
+    const acc = await app.createAccount();
+    const owner = await addMember(app, acc.id, 'owner');
+    const c = await signIn(app, owner);
+    const secretName = `Nombre-${newId()}`;
+    expect((await c.call('POST', `/accounts/${acc.id}/members`, { email: freshEmail('x'), name: secretName, role: 'agent' })).status).toBe(
+      201,
+    );
+    const lines = logs.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const action = lines.find((l) => l.msg === 'member action' && l.memberId === owner.id);
+    expect(action).toMatchObject({
+      level: 30,
+      memberId: owner.id,
+      accountId: acc.id,
+      method: 'POST',
+      route: '/admin/v1/accounts/:id/members',
+      status: 201,
+    });
+    const all = logs.join('');
+    expect(all).not.toContain(secretName);
+    expect(all).not.toContain(PASSWORD);
+    expect(all).not.toContain(c.cookie.split('=')[1]);
   });
 });
 
