@@ -91,6 +91,23 @@ describe('"POST /console/api/login → 204 + cookie chasqui_session"', () => {
   });
 });
 
+describe('"Secure when PUBLIC_URL is https"', () => {
+  it('behind an https PUBLIC_URL the cookie is Secure, and the invite link starts with PUBLIC_URL', async () => {
+    const own = await startTestApp({ env: { PUBLIC_URL: 'https://chasqui.example.com' } });
+    try {
+      const acc = await own.createAccount();
+      const invited = await own.admin('POST', `/accounts/${acc.id}/members`, { email: freshEmail('seg'), role: 'agent' });
+      expect(invited.body.inviteUrl).toMatch(/^https:\/\/chasqui\.example\.com\/console\/invite\//);
+      const m = await addMember(own, acc.id, 'owner');
+      const res = await login(own, m.email, m.password);
+      expect(res.status).toBe(204);
+      expect(res.headers.get('set-cookie')).toMatch(/; Secure/);
+    } finally {
+      await own.close();
+    }
+  });
+});
+
 describe('"a member reaches only their own account (another account\'s id → 404, as keys do)"', () => {
   it('another account answers 404 account_not_found; routes that name no account answer 404', async () => {
     const acc = await app.createAccount();
