@@ -31,8 +31,8 @@ function originAllowed(req: FastifyRequest, publicUrl: string): boolean {
 }
 
 /** Who acts, when a member does through a session (docs/console.md: "attributed to them"); null for the operator. */
-export const memberBy = (req: FastifyRequest): { id: string; name: string } | null =>
-  req.session ? { id: req.session.member.id, name: req.session.member.name } : null;
+export const memberBy = (req: FastifyRequest): { type: 'member'; id: string; name: string } | null =>
+  req.session ? { type: 'member', id: req.session.member.id, name: req.session.member.name } : null;
 
 export function adminAuth(app: FastifyInstance, services: Services): void {
   const expected = digest(services.adminToken);

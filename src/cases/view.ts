@@ -36,7 +36,10 @@ export const scoreBucket = (score: number | null): 'hot' | 'warm' | 'cold' | nul
 
 const ByView = z
   .object({
-    type: z.literal('ai_app').optional().describe('Present when a connected AI app did it (MCP)'),
+    type: z
+      .enum(['ai_app', 'member'])
+      .optional()
+      .describe('ai_app: a connected AI app did it (MCP); member: a console member (docs/console.md)'),
     id: z.string(),
     name: z.string(),
   })
@@ -114,7 +117,7 @@ export type CaseView = z.infer<typeof CaseView>;
 type AdJson = { id: string; headline: string; sourceUrl: string; at?: string };
 const adView = (ad: AdJson | null) => (ad ? { id: ad.id, headline: ad.headline, sourceUrl: ad.sourceUrl } : null);
 const byView = (b: By | null): By | null =>
-  b ? (b.type === 'ai_app' ? { type: 'ai_app', id: b.id, name: b.name } : { id: b.id, name: b.name }) : null;
+  b ? (b.type === 'ai_app' || b.type === 'member' ? { type: b.type, id: b.id, name: b.name } : { id: b.id, name: b.name }) : null;
 
 export function caseView(r: CaseJoined): CaseView {
   return {

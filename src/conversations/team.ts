@@ -15,7 +15,7 @@ import { setHandling } from './service.js';
 export interface TeamReply {
   text?: string | undefined;
   template?: { id: string; variables?: Record<string, string> | undefined } | undefined;
-  by: { id?: string | undefined; name: string };
+  by: { type?: 'member' | undefined; id?: string | undefined; name: string };
 }
 
 /**
@@ -25,7 +25,7 @@ export interface TeamReply {
  */
 export async function sendTeamReply(s: Services, accountId: string, conversationId: string, body: TeamReply): Promise<MessageRecord> {
   const account = await getAccount(s.db, accountId);
-  const by = { id: body.by.id ?? null, name: body.by.name };
+  const by = { ...(body.by.type ? { type: body.by.type } : {}), id: body.by.id ?? null, name: body.by.name };
   return sendInConversation(s, account, {
     conversationId,
     ...(body.text !== undefined ? { text: body.text } : {}),

@@ -83,9 +83,11 @@ export const ConversationMessage = MessageRecord.extend({
     .enum(['contact', ...OUTBOUND_FROM])
     .describe('Who wrote it: `contact` (inbound), or the outbound source: api, campaign, automation, agent, team'),
   by: z
-    .object({ type: z.literal('ai_app').optional(), id: z.string().nullable(), name: z.string() })
+    .object({ type: z.enum(['ai_app', 'member']).optional(), id: z.string().nullable(), name: z.string() })
     .nullable()
-    .describe('Team replies: the team member who wrote it; an AI app\'s sends (MCP): {type: "ai_app", id, name}; null otherwise'),
+    .describe(
+      'Team replies: the team member who wrote it ({type: "member", id, name} through a console session); an AI app\'s sends (MCP): {type: "ai_app", id, name}; null otherwise',
+    ),
 }).describe('ConversationMessage');
 export type ConversationMessage = z.infer<typeof ConversationMessage>;
 
@@ -105,7 +107,9 @@ export function conversationMessageView(m: MessageRow): ConversationMessage {
       ? { id: typeof sentBy.id === 'string' ? sentBy.id : null, name: sentBy.name }
       : null;
   // A team member's reply, or what an AI app sent through MCP (its `{type: "ai_app", id, name}`).
-  const app = (sentBy as { type?: unknown } | null)?.type === 'ai_app';
-  const by = who && (m.source === 'team' || app) ? (app ? { type: 'ai_app' as const, ...who } : who) : null;
+  const type = (sentBy as { type?: unknown } | null)?.type;
+  const app = type === 'ai_app';
+  const kind = app ? { type: 'ai_app' as const } : type === 'member' ? { type: 'member' as const } : {};
+  const by = who && (m.source === 'team' || app) ? { ...kind, ...who } : null;
   return { ...messageView(m), from: inbound ? 'contact' : source, by };
 }

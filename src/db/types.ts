@@ -9,7 +9,7 @@ type JsonDefault<T> = ColumnType<T, string | T | undefined, string | T>;
 type Numeric = ColumnType<string, number | string, number | string>;
 
 /** Who did it: a team member `{id, name}`, or a connected AI app with `type: 'ai_app'` (decisions.md). */
-export type By = { type?: 'ai_app'; id: string; name: string };
+export type By = { type?: 'ai_app' | 'member'; id: string; name: string };
 
 export interface AccountsTable {
   id: string;

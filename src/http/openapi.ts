@@ -27,7 +27,8 @@ const PUBLIC_TAGS: Record<string, string> = {
 };
 
 const OPERATOR_TAGS: Record<string, string> = {
-  Operator: 'The operator API (/admin/v1): what the app does for an account. Bearer ADMIN_TOKEN.',
+  Operator:
+    "The operator API (/admin/v1): what the app does for an account. Bearer ADMIN_TOKEN; the console calls the account routes with a member's session cookie and X-Chasqui-CSRF instead (docs/console.md).",
   'Operator: webhooks': 'Webhook URLs, their secrets and the delivery log.',
   'Operator: members': 'The people of an account who log in to the console (docs/console.md), their roles and invites.',
   Sandbox: 'The built-in sandbox channel: a customer writes, the provider reports a status.',

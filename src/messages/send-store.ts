@@ -30,7 +30,7 @@ export interface SendInput {
 
 export interface SendOrigin {
   source: 'automation' | 'agent' | 'team';
-  by?: { id?: string | null; name: string };
+  by?: { type?: 'member'; id?: string | null; name: string };
   /**
    * Runs inside the transaction that stores the message, after its insert: an automation records
    * its step as started there (docs/automations.md "Durability"), so the step's start and the
@@ -258,7 +258,15 @@ export async function insertOutbound(
       id: newId(),
       direction: 'outbound',
       status: 'pending',
-      ...(origin?.by ? { sent_by: JSON.stringify({ id: origin.by.id ?? null, name: origin.by.name }) } : {}),
+      ...(origin?.by
+        ? {
+            sent_by: JSON.stringify({
+              ...(origin.by.type ? { type: origin.by.type } : {}),
+              id: origin.by.id ?? null,
+              name: origin.by.name,
+            }),
+          }
+        : {}),
       created_at: now,
       updated_at: now,
     })

@@ -1,14 +1,24 @@
 // Console sessions (docs/console.md): login, the cookie, /me, and the session door on the
 // operator account routes — own account only, CSRF on state changes, the role table.
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { textFor } from '../../src/http/messages.es-AR.js';
 import { newId } from '../../src/lib/ids.js';
 import { addMember, cookieOf, freshEmail, login, PASSWORD, signIn } from '../console-session.js';
 import { freshPhone, request, startTestApp, type TestApp } from '../harness.js';
 
+/** The app's log lines (LOG_LEVEL info), to check what a member's action logs and what is never logged. */
+const logs: string[] = [];
+const logStream = new Writable({
+  write(chunk, _enc, done) {
+    logs.push(String(chunk));
+    done();
+  },
+});
+
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp();
+  app = await startTestApp({ env: { LOG_LEVEL: 'info' }, logDestination: logStream });
 });
 afterAll(async () => {
   await app?.close();
@@ -81,6 +91,23 @@ describe('"POST /console/api/login → 204 + cookie chasqui_session"', () => {
   });
 });
 
+describe('"Secure when PUBLIC_URL is https"', () => {
+  it('behind an https PUBLIC_URL the cookie is Secure, and the invite link starts with PUBLIC_URL', async () => {
+    const own = await startTestApp({ env: { PUBLIC_URL: 'https://chasqui.example.com' } });
+    try {
+      const acc = await own.createAccount();
+      const invited = await own.admin('POST', `/accounts/${acc.id}/members`, { email: freshEmail('seg'), role: 'agent' });
+      expect(invited.body.inviteUrl).toMatch(/^https:\/\/chasqui\.example\.com\/console\/invite\//);
+      const m = await addMember(own, acc.id, 'owner');
+      const res = await login(own, m.email, m.password);
+      expect(res.status).toBe(204);
+      expect(res.headers.get('set-cookie')).toMatch(/; Secure/);
+    } finally {
+      await own.close();
+    }
+  });
+});
+
 describe('"a member reaches only their own account (another account\'s id → 404, as keys do)"', () => {
   it('another account answers 404 account_not_found; routes that name no account answer 404', async () => {
     const acc = await app.createAccount();
@@ -143,7 +170,21 @@ describe('"only what their role allows (403 with a Spanish text otherwise)"', ()
     const reply = await agent.call('POST', `/accounts/${acc.id}/conversations/${w.body.conversationId}/messages`, { text: 'Te ayudo' });
     expect(reply.status).toBe(201);
     const items = (await acc.call('GET', `/conversations/${w.body.conversationId}/messages`)).body.data;
-    expect(items.at(-1)).toMatchObject({ id: reply.body.id, from: 'team', by: { id: me.id, name: me.name } });
+    expect(items.at(-1)).toMatchObject({ id: reply.body.id, from: 'team', by: { type: 'member', id: me.id, name: me.name } });
+    // A case closed through the session: closedBy is the member.
+    const pipeline = await app.admin('POST', `/accounts/${acc.id}/pipelines`, {
+      name: 'Ventas',
+      stages: [
+        { name: 'Abierto', kind: 'open' },
+        { name: 'Ganado', kind: 'won' },
+      ],
+    });
+    expect(pipeline.status).toBe(201);
+    await app.inbound({ accountId: acc.id, from: freshPhone(), text: 'Quiero comprar' });
+    const cases = await acc.call('GET', `/pipelines/${pipeline.body.id}/cases`);
+    const closedCase = await agent.call('POST', `/accounts/${acc.id}/cases/${cases.body.data[0].id}/close`, {});
+    expect(closedCase.status).toBe(200);
+    expect(closedCase.body.closedBy).toEqual({ type: 'member', id: me.id, name: me.name });
     // Reads of templates are an agent's; changing them is not.
     expect((await agent.call('GET', `/accounts/${acc.id}/templates`)).status).not.toBe(403);
     expect((await agent.call('POST', `/accounts/${acc.id}/templates`, {})).status).toBe(403);
@@ -174,4 +215,63 @@ describe('"Login throttled: 10 failures for one email in 15 minutes, or 100 from
     app.clock.advance(15 * 60_000);
     expect((await login(app, target.email, target.password)).status).toBe(204);
   });
+});
+
+describe('"an audit line in the log"; passwords "never logged"', () => {
+  it('a change through a session logs `member action` with memberId, method and route pattern, no body; no password nor cookie in any line', async () => {
+    const acc = await app.createAccount();
+    const owner = await addMember(app, acc.id, 'owner');
+    const c = await signIn(app, owner);
+    const secretName = `Nombre-${newId()}`;
+    expect((await c.call('POST', `/accounts/${acc.id}/members`, { email: freshEmail('x'), name: secretName, role: 'agent' })).status).toBe(
+      201,
+    );
+    const lines = logs.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const action = lines.find((l) => l.msg === 'member action' && l.memberId === owner.id);
+    expect(action).toMatchObject({
+      level: 30,
+      memberId: owner.id,
+      accountId: acc.id,
+      method: 'POST',
+      route: '/admin/v1/accounts/:id/members',
+      status: 201,
+    });
+    const all = logs.join('');
+    expect(all).not.toContain(secretName);
+    expect(all).not.toContain(PASSWORD);
+    expect(all).not.toContain(c.cookie.split('=')[1]);
+  });
+});
+
+describe('"100 from one IP → 429" and "shared across processes"', () => {
+  it('100 failures from one IP (many emails) refuse the next login from it, even a right one', async () => {
+    const own = await startTestApp();
+    try {
+      const acc = await own.createAccount();
+      const m = await addMember(own, acc.id, 'owner');
+      for (let i = 0; i < 100; i++) expect((await login(own, `nadie-${i}@example.com`, 'mala-clave-larga')).status).toBe(401);
+      const refused = await login(own, m.email, m.password);
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    } finally {
+      await own.close();
+    }
+  }, 120_000);
+
+  it.skipIf(!process.env.REDIS_URL)(
+    'with Redis, the failures of one email made on two processes add up',
+    async () => {
+      const two = await startTestApp({ sameDataAs: app, clock: app.clock });
+      try {
+        const acc = await app.createAccount();
+        const m = await addMember(app, acc.id, 'owner');
+        for (let i = 0; i < 10; i++) expect((await login(i % 2 ? two : app, m.email, `mala-clave-larga-${i}`)).status).toBe(401);
+        expect((await login(two, m.email, m.password)).status).toBe(429);
+        expect((await login(app, m.email, m.password)).status).toBe(429);
+      } finally {
+        await two.close();
+      }
+    },
+    60_000,
+  );
 });

@@ -92,6 +92,21 @@ describe('"disabling ends their sessions at once"', () => {
     expect(rows).toEqual([]);
   });
 
+  it('lastSeenAt: set at login, written again at most once a minute', async () => {
+    const acc = await app.createAccount();
+    const m = await addMember(app, acc.id, 'owner');
+    const c = await signIn(app, m);
+    const seen = async () => (await app.admin('GET', `/accounts/${acc.id}/members/${m.id}`)).body.lastSeenAt as string;
+    const atLogin = await seen();
+    expect(atLogin).toBe(app.clock.now().toISOString());
+    app.clock.advance(30_000);
+    expect((await c.me()).status).toBe(200);
+    expect(await seen()).toBe(atLogin);
+    app.clock.advance(31_000);
+    expect((await c.me()).status).toBe(200);
+    expect(await seen()).toBe(app.clock.now().toISOString());
+  });
+
   it('"12 h idle / 14 days absolute": a session unused for 12 hours ends', async () => {
     const acc = await app.createAccount();
     const c = await signIn(app, await addMember(app, acc.id, 'owner'));
