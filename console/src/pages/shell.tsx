@@ -5,6 +5,7 @@ import { ApiError, call, setCsrf } from '../api/client';
 import { BASE, Link, navigate } from '../router';
 import { type Role, sectionsFor } from '../sections';
 import { texts } from '../texts';
+import { ConfigPage } from './config/index';
 import { SectionPage } from './section';
 
 interface Me {
@@ -79,7 +80,11 @@ export function Shell({ slug }: { slug: string }) {
         </ul>
       </nav>
       <main id="contenido" class="content">
-        <SectionPage section={section} />
+        {section.slug === 'configuracion' ? (
+          <ConfigPage accountId={me.account.id} role={me.member.role} />
+        ) : (
+          <SectionPage section={section} />
+        )}
       </main>
     </div>
   );
