@@ -179,15 +179,49 @@ describe.skipIf(!haveBrowser)('Configuración, in chromium', () => {
     }
   }, 60_000);
 
-  it('an agent never sees Configuración: not in the navigation, a direct URL does not open it, and the server answers 403 to its session', async () => {
+  it('an owner sees Miembros (owners only): every member with name, email and role; at 360 px the key shown once and the webhook form fit', async () => {
+    const acc = await app.createAccount({ name: 'Vivero Las Flores' });
+    const owner = await addMember(app, acc.id, 'owner');
+    await addMember(app, acc.id, 'agent');
+    const { page, context, errors } = await open(owner, 360);
+    await openConfig(page);
+    const members = page.getByRole('table', { name: 'Miembros' });
+    await members.waitFor();
+    expect(await members.getByRole('row').count()).toBe(3);
+    expect(await members.getByRole('row').filter({ hasText: owner.email.toLowerCase() }).getByRole('cell').nth(2).innerText()).toBe(
+      'owner',
+    );
+
+    await page.getByRole('button', { name: 'Crear clave' }).click();
+    await page.getByRole('textbox', { name: 'Nombre' }).fill('Celular');
+    await page.getByRole('button', { name: 'Crear', exact: true }).click();
+    await page.getByRole('textbox', { name: 'Clave nueva' }).waitFor();
+    await page.getByRole('button', { name: 'Agregar webhook' }).click();
+    await page.getByRole('textbox', { name: 'URL' }).fill('ftp://no-sirve');
+    await page.getByRole('button', { name: 'Guardar' }).click();
+    // The server's refusal goes next to the URL field.
+    await until(async () => (await page.getByRole('textbox', { name: 'URL' }).getAttribute('aria-invalid')) === 'true', {
+      what: 'URL error',
+    });
+    expect(await noHorizontalScroll(page)).toBe(true);
+    await page.screenshot({ path: `${SHOTS}/config-forms-360.png`, fullPage: true });
+    expect(errors).toEqual([]);
+    await context.close();
+  }, 60_000);
+
+  it('an agent never sees Configuración: not in the navigation, a direct URL shows a plain "no tenés permiso", and the server answers 403 to its session', async () => {
     const acc = await app.createAccount();
     const agent = await addMember(app, acc.id, 'agent');
     const { page, context } = await open(agent, 1280);
     expect(await page.getByRole('navigation', { name: 'Secciones' }).getByRole('link', { name: 'Configuración' }).count()).toBe(0);
     await page.goto(`${app.url}/console/configuracion`);
-    await page.getByRole('heading', { level: 1 }).waitFor();
-    expect(await page.getByRole('heading', { level: 1, name: 'Configuración' }).count()).toBe(0);
+    await page.getByRole('heading', { level: 1, name: 'Configuración' }).waitFor();
+    await page
+      .getByRole('main')
+      .getByText(/^No tenés permiso para ver esta sección/)
+      .waitFor();
     expect(await page.getByRole('heading', { name: 'Claves de API' }).count()).toBe(0);
+    expect(await page.getByRole('navigation', { name: 'Secciones' }).getByRole('link', { name: 'Configuración' }).count()).toBe(0);
     const session = await signIn(app, agent);
     expect((await session.call('GET', `/accounts/${acc.id}/keys`)).status).toBe(403);
     await context.close();

@@ -4,6 +4,7 @@
 import { useRef, useState } from 'preact/hooks';
 import { useFocusOnChange } from '../../focus';
 import type { Role } from '../../sections';
+import { texts } from '../../texts';
 import { KeysSection } from './keys';
 import { AiAppsSection, InstagramSection, MembersSection, NumbersSection } from './lists';
 import { useLoad } from './load';
@@ -34,7 +35,7 @@ export function ConfigPage({ accountId, role }: { accountId: string; role: Role 
     return (
       <>
         {title}
-        <p>{t.denied}</p>
+        <p>{texts.denied}</p>
       </>
     );
   const counts = {

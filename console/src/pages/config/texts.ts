@@ -1,7 +1,6 @@
 // The Configuración page's own words (voseo). The server's error texts are shown verbatim.
 export const configTexts = {
   title: 'Configuración',
-  denied: 'No tenés permiso para ver esta sección. Pedile a un dueño o administrador de la cuenta que la revise.',
   loading: 'Cargando…',
   keysEmpty: 'Todavía no hay claves. Creá una para usar la API.',
   keyOnce: 'No la vas a poder ver de nuevo.',
