@@ -12,7 +12,7 @@ import { startTestApp, type TestApp } from '../harness.js';
 import { until } from '../poll.js';
 
 // What the functions given to page.evaluate() use in the browser (this project has no DOM types).
-declare const document: { documentElement: { scrollWidth: number; clientWidth: number } };
+declare const document: { activeElement: unknown; documentElement: { scrollWidth: number; clientWidth: number } };
 declare const navigator: { clipboard: { readText(): Promise<string> } };
 
 let app: TestApp;
@@ -154,6 +154,11 @@ describe.skipIf(!haveBrowser)('Configuración, in chromium', () => {
       { what: 'two attempts in Entregas', every: 200 },
     );
     await page.screenshot({ path: `${SHOTS}/config-webhooks-1280.png`, fullPage: true });
+
+    await page.getByRole('button', { name: 'Eliminar' }).click();
+    await page.getByRole('button', { name: 'Sí, eliminar' }).click();
+    await page.getByText('Todavía no hay webhooks.', { exact: false }).waitFor();
+    expect((await app.admin('GET', `/accounts/${acc.id}/webhooks`)).body.data).toEqual([]);
     expect(errors).toEqual([]);
     await context.close();
   }, 60_000);
@@ -177,6 +182,38 @@ describe.skipIf(!haveBrowser)('Configuración, in chromium', () => {
       expect(errors).toEqual([]);
       await context.close();
     }
+  }, 60_000);
+
+  it('a key from the keyboard alone: Tab reaches Crear clave, Enter opens Nombre, Enter creates, the key field has the focus, Listo gives it back to Crear clave', async () => {
+    const acc = await app.createAccount({ name: 'Kiosco Teclado' });
+    const admin = await addMember(app, acc.id, 'admin');
+    const { page, context, errors } = await open(admin, 1280);
+    await openConfig(page);
+    const focused = (name: string, role: 'button' | 'textbox' = 'button') =>
+      page.getByRole(role, { name, exact: true }).evaluate((el) => el === document.activeElement);
+    await page.getByRole('button', { name: 'Revocar' }).waitFor();
+    // The route change put the focus on the h1; the first controls are the existing key's Revocar, then Crear clave.
+    await page.keyboard.press('Tab');
+    expect(await focused('Revocar')).toBe(true);
+    await page.keyboard.press('Tab');
+    expect(await focused('Crear clave')).toBe(true);
+    await page.keyboard.press('Enter');
+    await page.getByRole('textbox', { name: 'Nombre' }).waitFor();
+    expect(await focused('Nombre', 'textbox')).toBe(true);
+    await page.keyboard.type('Desde el teclado');
+    await page.keyboard.press('Enter');
+    await page.getByRole('textbox', { name: 'Clave nueva' }).waitFor();
+    expect(await focused('Clave nueva', 'textbox')).toBe(true);
+    await page.keyboard.press('Tab');
+    expect(await focused('Copiar')).toBe(true);
+    await page.keyboard.press('Tab');
+    expect(await focused('Listo')).toBe(true);
+    await page.keyboard.press('Enter');
+    await page.getByRole('button', { name: 'Crear clave' }).waitFor();
+    expect(await focused('Crear clave')).toBe(true);
+    expect(await page.getByRole('row').filter({ hasText: 'Desde el teclado' }).count()).toBe(1);
+    expect(errors).toEqual([]);
+    await context.close();
   }, 60_000);
 
   it('an owner sees Miembros (owners only): every member with name, email and role; at 360 px the key shown once and the webhook form fit', async () => {

@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { ApiError, call } from '../../api/client';
 import { Field } from '../../ui/field';
 import { messageOf, useLoad } from './load';
-import { ShownOnce } from './once';
+import { ShownOnce, useFocusBack } from './once';
 import { formatTime, configTexts as t } from './texts';
 
 interface Key {
@@ -23,6 +23,7 @@ export function KeysSection({ base, onDenied, onChange }: { base: string; onDeni
   const [created, setCreated] = useState<string | null>(null);
   const [confirming, setConfirming] = useState<string | null>(null);
   const [rowError, setRowError] = useState('');
+  const opener = useFocusBack(creating || created !== null);
 
   const create = async (e: SubmitEvent) => {
     e.preventDefault();
@@ -134,7 +135,7 @@ export function KeysSection({ base, onDenied, onChange }: { base: string; onDeni
           </div>
         </form>
       ) : (
-        <button type="button" onClick={() => setCreating(true)}>
+        <button type="button" ref={opener} onClick={() => setCreating(true)}>
           Crear clave
         </button>
       )}

@@ -52,3 +52,14 @@ export function ShownOnce({
     </div>
   );
 }
+
+/** The button that opened a form or a secret: it takes the focus back when `open` turns false. */
+export function useFocusBack(open: boolean) {
+  const ref = useRef<HTMLButtonElement>(null);
+  const was = useRef(open);
+  useEffect(() => {
+    if (was.current && !open) ref.current?.focus();
+    was.current = open;
+  }, [open]);
+  return ref;
+}

@@ -6,7 +6,7 @@ import { Field } from '../../ui/field';
 import { Deliveries } from './deliveries';
 import { EVENT_KINDS } from './events';
 import { messageOf, useLoad } from './load';
-import { ShownOnce } from './once';
+import { ShownOnce, useFocusBack } from './once';
 import { configTexts as t } from './texts';
 
 export interface Webhook {
@@ -23,6 +23,7 @@ export function WebhooksSection({ base, onDenied, onChange }: { base: string; on
   const [errors, setErrors] = useState<{ url?: string; events?: string }>({});
   const [busy, setBusy] = useState(false);
   const [secret, setSecret] = useState<string | null>(null);
+  const opener = useFocusBack(adding || secret !== null);
 
   const save = async (e: SubmitEvent) => {
     e.preventDefault();
@@ -107,7 +108,7 @@ export function WebhooksSection({ base, onDenied, onChange }: { base: string; on
           </div>
         </form>
       ) : (
-        <button type="button" onClick={() => setAdding(true)}>
+        <button type="button" ref={opener} onClick={() => setAdding(true)}>
           Agregar webhook
         </button>
       )}
