@@ -190,7 +190,10 @@ describe.skipIf(!haveBrowser)('Configuración, in chromium', () => {
     const { page, context, errors } = await open(admin, 1280);
     await openConfig(page);
     const focused = (name: string, role: 'button' | 'textbox' = 'button') =>
-      page.getByRole(role, { name, exact: true }).evaluate((el) => el === document.activeElement);
+      until(() => page.getByRole(role, { name, exact: true }).evaluate((el) => el === document.activeElement), {
+        what: `the focus on ${name}`,
+        ms: 3_000,
+      });
     await page.getByRole('button', { name: 'Revocar' }).waitFor();
     // The route change put the focus on the h1; the first controls are the existing key's Revocar, then Crear clave.
     await page.keyboard.press('Tab');

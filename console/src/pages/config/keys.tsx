@@ -1,6 +1,6 @@
 // Claves de API: the account's keys (name, prefix, created, state), `Revocar` with a confirmation,
 // and `Crear clave` → `Nombre`, `Crear` → the key shown once (console.md "Configuración").
-import { useState } from 'preact/hooks';
+import { useLayoutEffect, useState } from 'preact/hooks';
 import { ApiError, call } from '../../api/client';
 import { Field } from '../../ui/field';
 import { messageOf, useLoad } from './load';
@@ -24,6 +24,9 @@ export function KeysSection({ base, onDenied, onChange }: { base: string; onDeni
   const [confirming, setConfirming] = useState<string | null>(null);
   const [rowError, setRowError] = useState('');
   const opener = useFocusBack(creating || created !== null);
+  useLayoutEffect(() => {
+    if (creating) document.getElementById('key-name')?.focus();
+  }, [creating]);
 
   const create = async (e: SubmitEvent) => {
     e.preventDefault();
@@ -124,7 +127,7 @@ export function KeysSection({ base, onDenied, onChange }: { base: string; onDeni
         <ShownOnce id="new-key" label="Clave nueva" value={created} note={t.keyOnce} onDone={() => setCreated(null)} />
       ) : creating ? (
         <form class="inline-form" onSubmit={create}>
-          <Field id="key-name" name="name" label="Nombre" required maxLength={200} error={nameError} autoFocus />
+          <Field id="key-name" name="name" label="Nombre" required maxLength={200} error={nameError} />
           <div class="actions">
             <button type="submit" disabled={busy}>
               Crear

@@ -1,6 +1,6 @@
 // A secret shown once (a new key, a webhook's signing secret): the value in a read-only field,
 // `Copiar` (clipboard API), the warning, and `Listo`, which closes it for good.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { configTexts as t } from './texts';
 
 export function ShownOnce({
@@ -18,7 +18,7 @@ export function ShownOnce({
 }) {
   const input = useRef<HTMLInputElement>(null);
   const [status, setStatus] = useState('');
-  useEffect(() => {
+  useLayoutEffect(() => {
     input.current?.focus();
     input.current?.select();
   }, []);
@@ -57,7 +57,7 @@ export function ShownOnce({
 export function useFocusBack(open: boolean) {
   const ref = useRef<HTMLButtonElement>(null);
   const was = useRef(open);
-  useEffect(() => {
+  useLayoutEffect(() => {
     if (was.current && !open) ref.current?.focus();
     was.current = open;
   }, [open]);

@@ -1,6 +1,6 @@
 // Webhooks: the account's URLs, `Agregar webhook` (URL, one checkbox per event kind, Guardar →
 // the signing secret shown once), and per webhook `Probar`, `Entregas` and `Eliminar`.
-import { useState } from 'preact/hooks';
+import { useLayoutEffect, useState } from 'preact/hooks';
 import { ApiError, call } from '../../api/client';
 import { Field } from '../../ui/field';
 import { Deliveries } from './deliveries';
@@ -24,6 +24,9 @@ export function WebhooksSection({ base, onDenied, onChange }: { base: string; on
   const [busy, setBusy] = useState(false);
   const [secret, setSecret] = useState<string | null>(null);
   const opener = useFocusBack(adding || secret !== null);
+  useLayoutEffect(() => {
+    if (adding) document.getElementById('webhook-url')?.focus();
+  }, [adding]);
 
   const save = async (e: SubmitEvent) => {
     e.preventDefault();
@@ -79,7 +82,7 @@ export function WebhooksSection({ base, onDenied, onChange }: { base: string; on
         <ShownOnce id="new-secret" label="Secreto de firma" value={secret} note={t.secretOnce} onDone={() => setSecret(null)} />
       ) : adding ? (
         <form class="inline-form" onSubmit={save}>
-          <Field id="webhook-url" name="url" label="URL" type="url" required placeholder="https://" error={errors.url} autoFocus />
+          <Field id="webhook-url" name="url" label="URL" type="url" required placeholder="https://" error={errors.url} />
           <fieldset aria-describedby={errors.events ? 'webhook-events-error' : 'webhook-events-hint'}>
             <legend>Eventos</legend>
             <p id="webhook-events-hint" class="hint">
