@@ -21,10 +21,11 @@ export function ConfigPage({ accountId, role }: { accountId: string; role: Role 
   const base = `/admin/v1/accounts/${encodeURIComponent(accountId)}`;
   const onDenied = () => setDenied(true);
   const onChange = () => setVersion((v) => v + 1);
-  const skip = denied ? '' : base;
-  const account = useLoad<AccountView>(skip || '', onDenied, version);
-  const keys = useLoad<{ data: { revokedAt: string | null }[] }>(skip && `${base}/keys`, onDenied, version);
-  const hooks = useLoad<{ data: unknown[] }>(skip && `${base}/webhooks`, onDenied, version);
+  // Once denied, nothing more is loaded (an empty path loads nothing).
+  const path = (rest: string) => (denied ? '' : `${base}${rest}`);
+  const account = useLoad<AccountView>(path(''), onDenied, version);
+  const keys = useLoad<{ data: { revokedAt: string | null }[] }>(path('/keys'), onDenied, version);
+  const hooks = useLoad<{ data: unknown[] }>(path('/webhooks'), onDenied, version);
 
   const title = (
     <h1 ref={heading} tabIndex={-1}>

@@ -1,5 +1,6 @@
 // The read-only parts of Configuración (console.md): Números, Instagram, Apps de IA and, for
 // owners, Miembros — each a plain table; changing them is for the next version (or the API).
+import type { ComponentChildren, JSX } from 'preact';
 import { useLoad } from './load';
 import { formatTime, configTexts as t } from './texts';
 
@@ -34,7 +35,7 @@ function Table({ title, head, rows, empty }: { title: string; head: string[]; ro
   );
 }
 
-function Part({ id, title, children }: { id: string; title: string; children: preact.ComponentChildren }) {
+function Part({ id, title, children }: { id: string; title: string; children: ComponentChildren }) {
   return (
     <section aria-labelledby={id}>
       <h2 id={id}>{title}</h2>
@@ -68,15 +69,7 @@ interface Named {
   name: string;
 }
 
-function Loaded<T extends Named>({
-  path,
-  onDenied,
-  render,
-}: {
-  path: string;
-  onDenied: () => void;
-  render: (d: T[]) => preact.JSX.Element;
-}) {
+function Loaded<T extends Named>({ path, onDenied, render }: { path: string; onDenied: () => void; render: (d: T[]) => JSX.Element }) {
   const res = useLoad<{ data: T[] }>(path, onDenied);
   if (res.error)
     return (
