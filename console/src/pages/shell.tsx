@@ -3,8 +3,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, call, setCsrf } from '../api/client';
 import { BASE, Link, navigate } from '../router';
-import { type Role, sectionsFor } from '../sections';
+import { type Role, sections, sectionsFor } from '../sections';
 import { texts } from '../texts';
+import { ConfigPage } from './config/index';
 import { SectionPage } from './section';
 
 interface Me {
@@ -32,7 +33,8 @@ export function Shell({ slug }: { slug: string }) {
 
   const allowed = me ? sectionsFor(me.member.role) : [];
   useEffect(() => {
-    if (me && !allowed.some((s) => s.slug === slug)) navigate(`${BASE}/${allowed[0]!.slug}`, true);
+    // An unknown path goes to the first allowed section; a known one the role lacks says so.
+    if (me && !sections.some((s) => s.slug === slug)) navigate(`${BASE}/${allowed[0]!.slug}`, true);
   }, [me, slug]);
 
   if (!me)
@@ -50,7 +52,8 @@ export function Shell({ slug }: { slug: string }) {
       navigate(`${BASE}/login?aviso=sesion-cerrada`, true);
     }
   };
-  const section = allowed.find((s) => s.slug === slug) ?? allowed[0]!;
+  const denied = allowed.some((s) => s.slug === slug) ? undefined : sections.find((s) => s.slug === slug);
+  const section = denied ?? allowed.find((s) => s.slug === slug) ?? allowed[0]!;
 
   return (
     <div class="shell">
@@ -79,7 +82,13 @@ export function Shell({ slug }: { slug: string }) {
         </ul>
       </nav>
       <main id="contenido" class="content">
-        <SectionPage section={section} />
+        {denied ? (
+          <SectionPage section={denied} denied />
+        ) : section.slug === 'configuracion' ? (
+          <ConfigPage accountId={me.account.id} role={me.member.role} />
+        ) : (
+          <SectionPage section={section} />
+        )}
       </main>
     </div>
   );
