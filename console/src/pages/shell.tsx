@@ -5,6 +5,7 @@ import { ApiError, call, setCsrf } from '../api/client';
 import { BASE, Link, navigate } from '../router';
 import { type Role, sectionsFor } from '../sections';
 import { texts } from '../texts';
+import { InboxPage } from './inbox/page';
 import { SectionPage } from './section';
 
 interface Me {
@@ -13,7 +14,8 @@ interface Me {
   csrf: string;
 }
 
-export function Shell({ slug }: { slug: string }) {
+export function Shell({ slug: path }: { slug: string }) {
+  const [slug = '', sub = null] = path.split('/') as [string?, string?];
   const [me, setMe] = useState<Me | null>(null);
   const [error, setError] = useState('');
 
@@ -79,7 +81,11 @@ export function Shell({ slug }: { slug: string }) {
         </ul>
       </nav>
       <main id="contenido" class="content">
-        <SectionPage section={section} />
+        {section.slug === 'conversaciones' ? (
+          <InboxPage accountId={me.account.id} openId={sub || null} />
+        ) : (
+          <SectionPage section={section} />
+        )}
       </main>
     </div>
   );
