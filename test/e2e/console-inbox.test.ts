@@ -119,9 +119,20 @@ describe.skipIf(!haveBrowser)('Conversaciones in chromium', () => {
     }
   }, 90_000);
 
-  it('"outside the 24-hour window the textbox is disabled with the reason shown"', async () => {
+  it('"outside the 24-hour window the textbox is disabled with the reason shown and a button Enviar plantilla opens a template picker"', async () => {
     const acc = await app.createAccount({ name: 'Almacén Sur' });
     const member = await addMemberFor(app, acc.id, 'owner', 'Sara Dueña');
+    const tpl = await app.admin('POST', `/accounts/${acc.id}/templates`, {
+      name: 'seguimiento',
+      category: 'UTILITY',
+      body: 'Hola {{nombre}}, ¿seguís interesado en {{producto}}?',
+      variables: [
+        { name: 'nombre', label: 'Nombre del cliente', example: 'Ana' },
+        { name: 'producto', label: 'Producto', example: 'zapatillas' },
+      ],
+      status: 'APPROVED',
+    });
+    expect(tpl.status).toBe(201);
     const customer = freshPhone({ spelling: 'digits' });
     const past = new Date(app.clock.ms() - 25 * 3600_000).toISOString();
     expect((await app.inbound({ accountId: acc.id, from: customer, text: 'Hola de ayer', timestamp: past })).status).toBe(201);
@@ -134,6 +145,23 @@ describe.skipIf(!haveBrowser)('Conversaciones in chromium', () => {
     expect(await page.getByRole('main').innerText()).toContain('Pasaron más de 24 horas');
     expect(await page.getByRole('button', { name: 'Enviar', exact: true }).isDisabled()).toBe(true);
     await page.screenshot({ path: `${SHOTS}/inbox-closed-1280.png`, fullPage: true });
+
+    await page.getByRole('button', { name: 'Enviar plantilla' }).click();
+    const select = page.getByRole('combobox', { name: 'Plantilla' });
+    await select.waitFor();
+    expect(await select.inputValue()).toBe(tpl.body.id);
+    await page.getByRole('textbox', { name: 'Nombre del cliente' }).fill('Ana');
+    await page.getByRole('textbox', { name: 'Producto' }).fill('las botas');
+    await page.screenshot({ path: `${SHOTS}/inbox-template-1280.png`, fullPage: true });
+    await page.getByRole('button', { name: 'Enviar', exact: true }).click();
+    await page.getByRole('list', { name: 'Mensajes' }).getByText('Plantilla: seguimiento').waitFor();
+    const conversationId = page.url().split('/').pop()!;
+    const msgs = await acc.call('GET', `/conversations/${conversationId}/messages`);
+    expect(msgs.body.data.at(-1)).toMatchObject({
+      from: 'team',
+      by: { id: member.id, name: 'Sara Dueña' },
+      template: { id: tpl.body.id, variables: { nombre: 'Ana', producto: 'las botas' } },
+    });
     expect(errors).toEqual([]);
     await page.close();
   }, 60_000);

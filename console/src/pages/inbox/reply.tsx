@@ -4,10 +4,12 @@
 import { useState } from 'preact/hooks';
 import { ApiError, call } from '../../api/client';
 import { texts } from '../../texts';
+import { TemplatePicker } from './template-picker';
 import { inboxTexts as t } from './texts';
 
-export function Reply({ base, open, onSent }: { base: string; accountId: string; open: boolean; onSent: () => void }) {
+export function Reply({ base, accountId, open, onSent }: { base: string; accountId: string; open: boolean; onSent: () => void }) {
   const [text, setText] = useState('');
+  const [picking, setPicking] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState('');
 
@@ -49,10 +51,27 @@ export function Reply({ base, open, onSent }: { base: string; accountId: string;
         </p>
       )}
       <div class="actions">
-        <button type="submit" disabled={!open || busy || !text.trim()}>
-          {busy ? t.sending : t.send}
-        </button>
+        {!picking && (
+          <button type="submit" disabled={!open || busy || !text.trim()}>
+            {busy ? t.sending : t.send}
+          </button>
+        )}
+        {!open && !picking && (
+          <button type="button" class="secondary" onClick={() => setPicking(true)}>
+            {t.sendTemplate}
+          </button>
+        )}
       </div>
+      {picking && (
+        <TemplatePicker
+          accountId={accountId}
+          base={base}
+          onDone={(sent) => {
+            setPicking(false);
+            if (sent) onSent();
+          }}
+        />
+      )}
     </form>
   );
 }

@@ -15,6 +15,8 @@ export const inboxTexts = {
   sending: 'Enviando…',
   windowClosed: 'Pasaron más de 24 horas desde el último mensaje del cliente: WhatsApp solo te deja enviarle una plantilla aprobada.',
   sendTemplate: 'Enviar plantilla',
+  noTemplates: 'No tenés plantillas aprobadas. Creá una en Plantillas y esperá su aprobación.',
+  cancel: 'Cancelar',
   handBack: 'Devolver al bot',
   handedBack: 'Listo, la conversación volvió al bot.',
   notes: 'Notas internas',
