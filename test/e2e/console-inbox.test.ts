@@ -165,4 +165,65 @@ describe.skipIf(!haveBrowser)('Conversaciones in chromium', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 60_000);
+
+  it('the case panel: select Etapa moves the case, select Motivo sets it with reasonSource person, Ganado asks Monto (Moneda ARS) then Confirmar, Cerrar caso closes it — each by the member', async () => {
+    const acc = await app.createAccount({ name: 'Bicicletería Rulo' });
+    const member = await addMemberFor(app, acc.id, 'agent', 'Caro Ventas');
+    const pipeline = await app.admin('POST', `/accounts/${acc.id}/pipelines`, {
+      name: 'Ventas',
+      stages: [
+        { name: 'Nuevo', kind: 'open' },
+        { name: 'Interesado', kind: 'open' },
+        { name: 'Vendido', kind: 'won' },
+      ],
+    });
+    expect(pipeline.status).toBe(201);
+    const reason = await app.admin('POST', `/accounts/${acc.id}/reasons`, {
+      name: 'Consulta',
+      keywords: ['consulta'],
+      subreasons: [{ name: 'Talles', keywords: ['talle'] }],
+    });
+    expect(reason.status).toBe(201);
+    const customer = freshPhone({ spelling: 'digits' });
+    expect((await app.inbound({ accountId: acc.id, from: customer, text: 'Busco una bici rodado 29' })).status).toBe(201);
+
+    const { page, errors } = await openPage(browser, 1280);
+    await loginAs(page, app.url, member);
+    await page.getByRole('list', { name: 'Conversaciones' }).getByRole('listitem').filter({ hasText: customer }).getByRole('link').click();
+    const conversationId = (await until(() => page.url().match(/conversaciones\/([0-9a-f-]{36})$/)?.[1]))!;
+    const caseId = (await acc.call('GET', `/conversations/${conversationId}`)).body.openCaseId as string;
+    expect(caseId).toBeTruthy();
+    const caseNow = async () => (await acc.call('GET', `/cases/${caseId}`)).body;
+    const by = { id: member.id, name: 'Caro Ventas' };
+
+    await page.getByRole('combobox', { name: 'Etapa' }).selectOption({ label: 'Interesado' });
+    await page.getByRole('status').filter({ hasText: 'cambiaste la etapa' }).waitFor();
+    expect((await caseNow()).stage.stage.name).toBe('Interesado');
+
+    await page.getByRole('combobox', { name: 'Motivo' }).selectOption({ label: 'Consulta › Talles' });
+    await page.getByRole('status').filter({ hasText: 'guardaste el motivo' }).waitFor();
+    expect(await caseNow()).toMatchObject({ reason: 'Consulta', subreason: 'Talles', reasonSource: 'person', reasonSetBy: by });
+
+    await page.getByRole('button', { name: 'Ganado' }).click();
+    expect(await page.getByRole('textbox', { name: 'Moneda' }).inputValue()).toBe('ARS');
+    await page.getByRole('textbox', { name: 'Monto' }).fill('150000');
+    await page.getByRole('button', { name: 'Confirmar' }).click();
+    await page.getByRole('status').filter({ hasText: 'venta ganada' }).waitFor();
+    expect(await caseNow()).toMatchObject({
+      outcome: 'won',
+      outcomeAmount: 150000,
+      outcomeCurrency: 'ARS',
+      outcomeSource: 'person',
+      outcomeBy: by,
+    });
+    await page.screenshot({ path: `${SHOTS}/inbox-case-1280.png`, fullPage: true });
+
+    await page.getByRole('button', { name: 'Cerrar caso' }).click();
+    await page.getByRole('status').filter({ hasText: 'Cerraste el caso' }).waitFor();
+    expect(await caseNow()).toMatchObject({ status: 'closed', closeReason: 'manual', closedBy: by });
+    await page.getByRole('heading', { name: 'Caso cerrado' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Cerrar caso' }).count()).toBe(0);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 60_000);
 });

@@ -5,6 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { ApiError, call } from '../../api/client';
 import { BASE, Link } from '../../router';
 import { texts } from '../../texts';
+import { CasePanel } from './case-panel';
 import { onInboxEvent } from './live';
 import { Notes } from './notes';
 import { Reply } from './reply';
@@ -35,6 +36,11 @@ export function Thread({ accountId, id, onChanged }: { accountId: string; id: st
   const [error, setError] = useState('');
   const [notice, setNotice] = useState('');
   const [tick, setTick] = useState(0);
+  // The case stays on screen after it closes here (its state, its reason still editable).
+  const [caseId, setCaseId] = useState<string | null>(null);
+  useEffect(() => {
+    if (conv?.openCaseId) setCaseId(conv.openCaseId);
+  }, [conv?.openCaseId]);
 
   useEffect(() => {
     let live = true;
@@ -115,6 +121,7 @@ export function Thread({ accountId, id, onChanged }: { accountId: string; id: st
             ))}
           </ol>
           <Reply base={base} accountId={accountId} open={open} onSent={refresh} />
+          {caseId && <CasePanel accountId={accountId} caseId={caseId} onChanged={refresh} />}
           <Notes base={base} />
         </>
       )}
