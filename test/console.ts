@@ -31,7 +31,7 @@ export async function openPage(browser: Browser, width = 1280): Promise<{ page: 
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => {
-    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource') && !m.text().includes('EventSource')) errors.push(m.text());
+    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) errors.push(m.text());
   });
   return { page, errors };
 }

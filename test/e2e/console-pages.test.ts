@@ -1,18 +1,15 @@
 // The console at /console (issue 26 §4; console.md "Pages", "Quality"): how it is served, and its
 // login, invite and shell pages in a real browser (Debian's chromium driven by playwright-core,
 // skipped where chromium is not installed). Elements are found by role and accessible name only.
-import { existsSync, mkdirSync } from 'node:fs';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { haveBrowser, launchBrowser, SHOTS } from '../console.js';
 import { request, startTestApp, type TestApp } from '../harness.js';
 
 // What the functions given to page.evaluate() use in the browser (this project has no DOM types).
 declare const document: { activeElement: unknown; documentElement: { scrollWidth: number; clientWidth: number } };
 declare function getComputedStyle(el: unknown): { outlineStyle: string };
 
-const CHROMIUM = '/usr/bin/chromium';
-const haveBrowser = existsSync(CHROMIUM);
-const SHOTS = '/tmp/console-shots';
 const SECTIONS = ['Conversaciones', 'Casos', 'Contactos', 'Campañas', 'Plantillas', 'Automatizaciones', 'Agentes de IA', 'Configuración'];
 
 let app: TestApp;
@@ -69,20 +66,7 @@ describe('the console is served at /console: hashed assets with a long cache, th
 describe.skipIf(!haveBrowser)('the console pages, in chromium', () => {
   let browser: Browser;
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      // This machine's network is closed: no background connections, no first-run work.
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchBrowser();
   });
   afterAll(async () => {
     await browser?.close();
