@@ -62,7 +62,12 @@ export function InboxPage({ accountId, openId }: { accountId: string; openId: st
                     {c.lastMessage && <span class="conv-time">{when(c.lastMessage.createdAt)}</span>}
                   </span>
                   <span class="conv-last">
-                    {c.lastMessage?.direction === 'outbound' ? '↩ ' : ''}
+                    {c.lastMessage?.direction === 'outbound' && (
+                      <>
+                        <span aria-hidden="true">↩ </span>
+                        <span class="sr-only">{t.ours}</span>
+                      </>
+                    )}
                     {c.lastMessage?.text ?? ''}
                   </span>
                   <span class={`handling handling-${c.handling.type ?? 'none'}`}>{t.handling[c.handling.type ?? 'none']}</span>

@@ -8,7 +8,7 @@ export const inboxTexts = {
   back: 'Volver a conversaciones',
   handling: { automation: 'automatización', agent: 'IA', team: 'equipo', none: 'sin asignar' } as Record<string, string>,
   handledBy: 'Atiende',
-  you: 'Vos',
+  ours: 'Respondido: ',
   template: 'Plantilla',
   replyLabel: 'Escribí tu respuesta',
   send: 'Enviar',
