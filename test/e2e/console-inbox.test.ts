@@ -47,6 +47,9 @@ describe('the operator routes of the inbox', () => {
     expect(back.body.handling).toEqual({ type: null, id: null, name: null });
     const other = await app.createAccount();
     expect((await app.admin('GET', `/accounts/${other.id}/conversations/${cid}`)).status).toBe(404);
+    expect((await app.admin('GET', `/accounts/${other.id}/conversations`)).body.data).toEqual([]);
+    expect((await app.admin('GET', '/accounts/00000000-0000-4000-8000-000000000000/conversations')).status).toBe(404);
+    expect((await app.admin('GET', `/accounts/${acc.id}/conversations?limit=101`)).status).toBe(400);
   });
 });
 
