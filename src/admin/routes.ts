@@ -11,6 +11,7 @@ import { sandboxAdminRoutes } from '../channel/sandbox/routes.js';
 import { socialAccountAdminRoutes } from '../channel/social-admin-routes.js';
 import { reasonAdminRoutes } from '../classification/admin-routes.js';
 import { conversationAdminRoutes } from '../conversations/admin-routes.js';
+import { inboxAdminRoutes } from '../conversations/inbox.js';
 import type { RoutesFn } from '../http/schemas.js';
 import { aiAppAdminRoutes } from '../mcp/admin-routes.js';
 import { memberAdminRoutes } from '../members/admin-routes.js';
@@ -30,6 +31,7 @@ export const adminRoutes: RoutesFn = (app, s) => {
     caseAdminRoutes,
     reasonAdminRoutes,
     conversationAdminRoutes,
+    inboxAdminRoutes,
     campaignAdminRoutes,
     automationAdminRoutes,
     agentAdminRoutes,

@@ -4,7 +4,7 @@ import { memberBy } from '../admin/auth.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { addPipeline, listPipelines, PipelineInput } from './pipelines.js';
 import { OutcomeBody } from './routes.js';
-import { closeManually, getCaseView, setOutcome, setReasonByPerson } from './service.js';
+import { changeStage, closeManually, getCaseView, setOutcome, setReasonByPerson } from './service.js';
 
 const By = z.strictObject({ id: z.string().min(1).max(255), name: z.string().min(1).max(200) }).describe('The team member');
 const CaseParams = z.object({ id: Uuid, caseId: Uuid });
@@ -63,6 +63,27 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
     },
     async (req) => {
       return setReasonByPerson(s, req.params.id, req.params.caseId, { ...req.body, by: memberBy(req) ?? req.body.by });
+    },
+  );
+
+  // The console's case panel (select Etapa): the same move as POST /api/v1/cases/{id}/stage, by a person.
+  app.post(
+    '/accounts/:id/cases/:caseId/stage',
+    {
+      schema: {
+        summary: 'Move an open case to a stage (as POST /api/v1/cases/{id}/stage), by a team member',
+        tags: ['Operator'],
+        params: CaseParams,
+        body: z.strictObject({
+          stageId: Uuid.describe('A stage of the case’s pipeline'),
+          amount: z.number().min(0).max(99_999_999_999_999).optional().describe('Amount of the sale (won stages)'),
+          by: By.optional(),
+        }),
+      },
+    },
+    async (req) => {
+      const { by, ...input } = req.body;
+      return changeStage(s, req.params.id, req.params.caseId, input, memberBy(req) ?? by ?? null);
     },
   );
 

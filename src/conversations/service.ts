@@ -145,7 +145,11 @@ export async function teamTakesCase(trx: Executor, conversationId: string, caseI
  * Clears the handling of one conversation or several when it is still of this type (an execution
  * ending leaves a team's handling alone); the caller holds their locks (lockConversations).
  */
-export async function clearHandling(trx: Executor, conversationId: string | string[], type: 'automation' | 'agent'): Promise<void> {
+export async function clearHandling(
+  trx: Executor,
+  conversationId: string | string[],
+  type: 'automation' | 'agent' | 'team',
+): Promise<void> {
   const ids = typeof conversationId === 'string' ? [conversationId] : conversationId;
   if (ids.length === 0) return;
   await trx
@@ -196,7 +200,7 @@ export async function addNote(
 }
 
 /** The conversations with what their view needs: the open case and the handled case's status. */
-const viewQuery = (db: Executor, accountId: string) =>
+export const viewQuery = (db: Executor, accountId: string) =>
   db
     .selectFrom('conversations as c')
     .leftJoin('cases as oc', (j) => j.onRef('oc.conversation_id', '=', 'c.id').on('oc.status', '=', 'open'))

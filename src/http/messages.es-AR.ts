@@ -300,6 +300,7 @@ export const catalogue = {
   // 400 problems of POST /messages and the sandbox that zod cannot express (used with invalid())
   send_text_or_template: { status: 400, text: 'Enviá text (texto libre) o template (plantilla aprobada): uno de los dos.' },
   send_not_both: { status: 400, text: 'Enviá text o template, no los dos a la vez.' },
+  note_blank: { status: 400, text: 'La nota está vacía. Escribí lo que querés dejar anotado.' },
   text_blank: { status: 400, text: 'El texto está vacío. Escribí el mensaje que querés enviar.' },
   text_too_long: {
     status: 400,

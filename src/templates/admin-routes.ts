@@ -1,8 +1,8 @@
 // Operator API: templates (operator.md, "Channel numbers"). The app creates
 // them and moves their status (the channel's approval); DELETE is soft: sending it then → 404.
-import { IdParams, type RoutesFn } from '../http/schemas.js';
-import { TemplateInput, TemplateParams, TemplatePatch } from './schemas.js';
-import { createTemplate, deleteTemplate, setTemplateStatus, templateView } from './service.js';
+import { errors, IdParams, type RoutesFn } from '../http/schemas.js';
+import { TemplateInput, TemplateList, TemplateParams, TemplatePatch, TemplateQuery } from './schemas.js';
+import { createTemplate, deleteTemplate, listTemplates, setTemplateStatus, templateView } from './service.js';
 
 export const templateAdminRoutes: RoutesFn = (app, s) => {
   app.post(
@@ -13,6 +13,21 @@ export const templateAdminRoutes: RoutesFn = (app, s) => {
       const row = await createTemplate(s.db, account.id, req.body, s.clock.now());
       return reply.code(201).send(templateView(row));
     },
+  );
+
+  // The console's template picker (an inbox reply outside the 24-hour window) reads them here.
+  app.get(
+    '/accounts/:id/templates',
+    {
+      schema: {
+        summary: 'The templates of the account (deleted ones excluded), optionally by status and category',
+        tags: ['Operator'],
+        params: IdParams,
+        querystring: TemplateQuery,
+        response: { 200: TemplateList, ...errors(400, 401, 404) },
+      },
+    },
+    async (req) => ({ data: await listTemplates(s.db, req.account.id, req.query) }),
   );
 
   app.patch(

@@ -6,6 +6,7 @@ import { BASE, Link, navigate } from '../router';
 import { type Role, sections, sectionsFor } from '../sections';
 import { texts } from '../texts';
 import { ConfigPage } from './config/index';
+import { InboxPage } from './inbox/page';
 import { SectionPage } from './section';
 
 interface Me {
@@ -14,7 +15,8 @@ interface Me {
   csrf: string;
 }
 
-export function Shell({ slug }: { slug: string }) {
+export function Shell({ slug: path }: { slug: string }) {
+  const [slug = '', sub = null] = path.split('/') as [string?, string?];
   const [me, setMe] = useState<Me | null>(null);
   const [error, setError] = useState('');
 
@@ -86,6 +88,8 @@ export function Shell({ slug }: { slug: string }) {
           <SectionPage section={denied} denied />
         ) : section.slug === 'configuracion' ? (
           <ConfigPage accountId={me.account.id} role={me.member.role} />
+        ) : section.slug === 'conversaciones' ? (
+          <InboxPage accountId={me.account.id} openId={sub || null} />
         ) : (
           <SectionPage section={section} />
         )}
