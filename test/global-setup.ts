@@ -27,7 +27,15 @@ async function buildConsoleIfStale(): Promise<void> {
   const sources = Math.max(newest(join(ROOT, 'console')), newest(join(ROOT, 'vite.config.ts')));
   if (existsSync(index) && statSync(index).mtimeMs >= sources) return;
   const { build } = await import('vite');
-  await build({ configFile: join(ROOT, 'vite.config.ts'), logLevel: 'warn' });
+  // Vitest sets NODE_ENV=test, which Vite would honour: build what `npm run build` builds (no
+  // Preact debug code), then give the tests their NODE_ENV back.
+  const nodeEnv = process.env.NODE_ENV;
+  process.env.NODE_ENV = 'production';
+  try {
+    await build({ configFile: join(ROOT, 'vite.config.ts'), logLevel: 'warn', mode: 'production' });
+  } finally {
+    process.env.NODE_ENV = nodeEnv;
+  }
 }
 
 export default async function setup(project: TestProject): Promise<void> {
