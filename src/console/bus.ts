@@ -77,6 +77,7 @@ export class EventBus {
   private stopPglite: (() => Promise<void>) | null = null;
   private closed = false;
   private starting: Promise<void> | null = null;
+  private reading: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly database: OpenDb,
@@ -117,17 +118,23 @@ export class EventBus {
   private notified(payload: string): void {
     const [accountId, eventId] = payload.split(' ');
     if (!accountId || !eventId || !this.byAccount.has(accountId)) return;
-    this.database.db
-      .selectFrom('events')
-      .select(['id', 'kind', sql<string>`data::text`.as('data')])
-      .where('id', '=', eventId)
-      .where('test', '=', false)
-      .executeTakeFirst()
-      .then((e) => {
-        if (!e) return;
-        for (const fn of this.byAccount.get(accountId) ?? []) fn(e);
-      })
-      .catch((err) => this.log.warn({ err: { message: (err as Error)?.message } }, 'console stream: event not read'));
+    // One read at a time: the streams get the events in the order they were committed.
+    this.reading = this.reading.then(() => this.read(accountId, eventId));
+  }
+
+  private async read(accountId: string, eventId: string): Promise<void> {
+    try {
+      const e = await this.database.db
+        .selectFrom('events')
+        .select(['id', 'kind', sql<string>`data::text`.as('data')])
+        .where('id', '=', eventId)
+        .where('test', '=', false)
+        .executeTakeFirst();
+      if (!e) return;
+      for (const fn of this.byAccount.get(accountId) ?? []) fn(e);
+    } catch (err) {
+      this.log.warn({ err: { message: (err as Error)?.message } }, 'console stream: event not read');
+    }
   }
 
   /** The account's events from now on; resolves once listening, with the unsubscribe function. */
