@@ -32,6 +32,9 @@ async function sessionHolds(s: Services, tokenHash: string): Promise<boolean> {
   return !!row && row.status === 'active' && now - row.last_seen_at.getTime() <= IDLE_MS && now - row.created_at.getTime() <= ABSOLUTE_MS;
 }
 
+/** A client this far behind (bytes waiting to be sent) is closed; it resumes with Last-Event-ID. */
+const MAX_BUFFERED = 1_000_000;
+
 const frame = (e: LiveEvent): string => `id: ${e.id}\nevent: ${e.kind}\ndata: ${e.data}\n\n`;
 
 export const streamRoutes: RoutesFn = (app, s) => {
@@ -77,8 +80,9 @@ export const streamRoutes: RoutesFn = (app, s) => {
         chain.catch(() => stream.close());
       };
       const checked = (write: () => void) => async () => {
-        if (await sessionHolds(s, tokenHash)) write();
-        else stream.close();
+        if (!(await sessionHolds(s, tokenHash))) return stream.close();
+        write();
+        if (res.writableLength > MAX_BUFFERED) stream.close();
       };
       const deliver = (e: LiveEvent) => {
         if (sent.has(e.id)) return;

@@ -242,6 +242,11 @@ describe('"Works across processes (PostgreSQL LISTEN/NOTIFY or Redis pub/sub)"',
       } finally {
         onA.close();
       }
+      // "Shutting the server down closes every stream": B closes with a stream open on it.
+      const onB = await openStream(b, m.cookie);
+      expect(onB.status).toBe(200);
+      await b.close();
+      await until('the stream on B ended', () => onB.ended);
     } finally {
       await b.close();
     }
