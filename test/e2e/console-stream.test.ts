@@ -1,6 +1,7 @@
 // The console's live events over HTTP (docs/console.md "Live updates"; spec console.md "Live updates").
 import { get as httpGet } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { emitEvent } from '../../src/webhooks/outbox.js';
 import { addMember, type Console, signIn } from '../console-session.js';
 import { freshPhone, request, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
@@ -150,6 +151,26 @@ describe('"GET /console/api/stream (session): Server-Sent Events of the member\'
       expect(updated.data).toMatchObject({ id: conversationId, handling: { type: 'team' } });
       const team = await until('the reply', () => ofKind(sse, 'message.sent').find((e) => e.data.text === 'Hola, soy del equipo'));
       expect(team.data).toMatchObject({ id: reply.body.id, direction: 'outbound', status: 'sent' });
+    } finally {
+      sse.close();
+    }
+  });
+
+  it('only committed events: an event whose transaction rolled back never arrives', async () => {
+    const acc = await app.createAccount();
+    const m = await memberOf(acc);
+    const sse = await openStream(app, m.cookie);
+    try {
+      const db = app.rt.services.db;
+      await expect(
+        db.transaction().execute(async (trx) => {
+          await emitEvent(trx, { accountId: acc.id, kind: 'contact.created', data: { marker: 'rolled back' } }, new Date());
+          throw new Error('roll back');
+        }),
+      ).rejects.toThrow('roll back');
+      await app.inbound({ accountId: acc.id, from: freshPhone(), text: 'después del rollback' });
+      await until('the committed one', () => ofKind(sse, 'message.received')[0]);
+      expect(sse.events.some((e) => e.data?.marker === 'rolled back')).toBe(false);
     } finally {
       sse.close();
     }
