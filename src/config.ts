@@ -65,6 +65,8 @@ const ConfigSchema = z.object({
    * NODE_ENV=production, 0 otherwise.
    */
   SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(60_000).optional(),
+  /** A comment line on every console stream this often (docs/console.md "Live updates"); tests use a short one. */
+  CONSOLE_KEEPALIVE_MS: z.coerce.number().int().min(50).max(600_000).default(15_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

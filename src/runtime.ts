@@ -23,6 +23,7 @@ import { SandboxProvider } from './channel/sandbox/provider.js';
 import { SandboxSocialProvider } from './channel/sandbox/social.js';
 import { stopClassifier } from './classification/queue.js';
 import type { Config } from './config.js';
+import { EventBus } from './console/bus.js';
 import { type OpenDb, openDatabase } from './db/index.js';
 import { migrate } from './db/migrate.js';
 import { JobScheduler } from './jobs/scheduler.js';
@@ -129,6 +130,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     automations: { wake() {}, runOnce: async () => 0, drive: async () => {} },
     agents: { wake() {}, runOnce: async () => 0 },
     inbound: { wake() {}, runOnce: async () => 0 },
+    liveEvents: new EventBus(database, config.database.kind === 'postgres' ? config.database.url : null, log),
     publicUrl: config.PUBLIC_URL ?? ownUrl(config.HOST, config.PORT),
     llm: createLlmClient(config, log, { observe: (outcome, seconds) => metrics.llmRequest(outcome, seconds) }),
     adminToken: admin.token,
@@ -225,6 +227,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       await channels.close();
       await services.usage.close();
       await services.limiter.close();
+      await services.liveEvents.close();
       await database.close();
     },
   };

@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { AccountViewCache } from './accounts/view-cache.js';
 import type { ChannelRegistry } from './channel/types.js';
 import type { Config } from './config.js';
+import type { EventBus } from './console/bus.js';
 import type { Db } from './db/index.js';
 import type { KeyAuthenticator } from './keys/service.js';
 import type { Clock } from './lib/clock.js';
@@ -62,6 +63,8 @@ export interface Services {
   automations: AutomationWorker;
   agents: AgentWorker;
   inbound: InboundQueueWorker;
+  /** The console's live events of this process (console/bus.ts). */
+  liveEvents: EventBus;
   /**
    * Where clients reach this service (incoming webhook URLs): PUBLIC_URL, else this process's own
    * address once it listens (http://HOST:PORT, the port the system chose when PORT is 0).

@@ -1,7 +1,9 @@
 // Executions (docs/automations.md "Executions"): started by the API, the incoming webhook, an
 // operator's test or an inbound message (triggers.ts); read with their step log; cancelled by the
 // operator. At most one runs per conversation (a unique index): a second start answers 409.
+
 import { sql } from 'kysely';
+import { conversationUpdated } from '../console/bus.js';
 import { contactForSend } from '../contacts/service.js';
 import { conversationFor, setHandlingSql } from '../conversations/service.js';
 import type { Executor, Trx } from '../db/index.js';
@@ -70,6 +72,7 @@ export async function insertExecution(
       RETURNING *),
     h AS (${handling} AND EXISTS (SELECT 1 FROM e))
     SELECT * FROM e`.execute(trx);
+  if (rows[0]) await conversationUpdated(trx, e.conversationId);
   return rows[0] ?? null;
 }
 

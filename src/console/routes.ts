@@ -10,6 +10,7 @@ import { Password } from '../members/admin-routes.js';
 import { verifyPassword } from '../members/password.js';
 import { acceptInvite } from '../members/service.js';
 import { ABSOLUTE_MS, COOKIE, csrfMatches, endSession, sessionOf, startSession } from './sessions.js';
+import { streamRoutes } from './stream.js';
 
 const tags = ['Console'];
 /** Login throttling: failures per email and per IP in fixed 15-minute windows, shared through the limiter. */
@@ -18,6 +19,7 @@ const MAX_PER_EMAIL = 10;
 const MAX_PER_IP = 100;
 
 export const consoleRoutes: RoutesFn = (app, s) => {
+  streamRoutes(app, s);
   const secure = s.publicUrl.startsWith('https:');
 
   app.post(

@@ -1,5 +1,7 @@
 // Conversations: one contact on one channel number (decisions.md, "Cases").
+
 import { type RawBuilder, sql } from 'kysely';
+import { conversationUpdated } from '../console/bus.js';
 import type { Executor, Trx } from '../db/index.js';
 import type { ConversationRow, MessageRow, NoteRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
@@ -119,6 +121,7 @@ export type Handling = {
 /** Sets (or clears) the conversation's handling; the caller holds the conversation's lock. */
 export async function setHandling(trx: Executor, conversationId: string, handling: Handling): Promise<void> {
   await setHandlingSql(conversationId, handling).execute(trx);
+  await conversationUpdated(trx, conversationId);
 }
 
 /**
@@ -152,12 +155,14 @@ export async function clearHandling(
 ): Promise<void> {
   const ids = typeof conversationId === 'string' ? [conversationId] : conversationId;
   if (ids.length === 0) return;
-  await trx
+  const cleared = await trx
     .updateTable('conversations')
     .set({ handling_type: null, handling_id: null, handling_name: null, handling_case_id: null })
     .where('id', 'in', ids)
     .where('handling_type', '=', type)
+    .returning('id')
     .execute();
+  for (const c of cleared) await conversationUpdated(trx, c.id);
 }
 
 /** Locks these conversations (FOR NO KEY UPDATE), in id order: lock 3 of docs/architecture.md "Lock order". */

@@ -7,6 +7,7 @@
 
 import { throughputBusyError, throughputBusyReason } from '../channel/paced.js';
 import { ProviderError, ThroughputBusy } from '../channel/types.js';
+import { emitConsoleEvent } from '../console/bus.js';
 import { getContact, markMarketingOptOut } from '../contacts/service.js';
 import { getConversationRow, touchInboundWindow, windowOpen } from '../conversations/service.js';
 import { transaction } from '../db/retry.js';
@@ -98,7 +99,12 @@ async function deliver(s: Services, pending: MessageRow, call: () => Promise<str
   // The 201 shows the status at acceptance (`sent`); reports that came first apply right after
   // (looked for after this commit: a report kept meanwhile is found by one side or the other).
   await applyEarlyStatuses(s, wamid);
-  return messageView(stored);
+  const record = messageView(stored);
+  // The console's live inbox (console/bus.ts); the message is out whatever happens to this.
+  await emitConsoleEvent(s.db, stored.account_id, 'message.sent', record, at).catch((err) =>
+    s.log.warn({ err: { message: (err as Error)?.message }, messageId: stored.id }, 'message.sent not streamed'),
+  );
+  return record;
 }
 
 /**

@@ -1,7 +1,9 @@
 // The outbox (decisions.md, "Webhooks"): an event row written in the same transaction as the
 // change it reports, fanned out to one delivery per enabled subscribed URL of the account. The
-// monthly delivery quota is checked here, when deliveries are queued (api.md §6, §8).
+// monthly delivery quota is checked here, when deliveries are queued (api.md §6, §8). The same
+// statement notifies the console's live streams (console/bus.ts), delivered at commit.
 import { sql } from 'kysely';
+import { notifyConsole } from '../console/bus.js';
 import type { Executor } from '../db/index.js';
 import { newId } from '../lib/ids.js';
 import { quotaPeriod } from '../limits/period.js';
@@ -78,7 +80,7 @@ export async function emitEvent(trx: Executor, e: NewEvent, now: Date): Promise<
       WHERE w.account_id = a.id AND w.enabled AND w.deleted_at IS NULL
         AND (w.events IS NULL OR ${e.kind} = ANY (w.events))
         AND (${e.webhookId ?? null}::uuid IS NULL OR w.id = ${e.webhookId ?? null}::uuid)
-      ORDER BY w.id) AS subs
+      ORDER BY w.id) AS subs, ${e.test ? sql`NULL` : notifyConsole(sql`a.id`, id)} AS console
     FROM accounts a WHERE a.id = ${e.accountId}`.execute(trx);
   const row = target.rows[0];
   // api.md §1: only plans with the API include webhooks.
