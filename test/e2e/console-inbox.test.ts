@@ -235,3 +235,37 @@ describe.skipIf(!haveBrowser)('Conversaciones in chromium', () => {
     await page.close();
   }, 60_000);
 });
+
+describe.skipIf(!haveBrowser)('Conversaciones live (console.md "updated live without a reload")', () => {
+  it('with the inbox open, a new customer appears in the list and a new message in the open conversation, without a reload', async () => {
+    const acc = await app.createAccount({ name: 'Almacén Rosa' });
+    const member = await addMemberFor(app, acc.id, 'agent', 'Rosa Equipo');
+    const first = freshPhone({ spelling: 'digits' });
+    expect((await app.inbound({ accountId: acc.id, from: first, text: 'Hola, ¿abren el domingo?' })).status).toBe(201);
+    const { page, errors } = await openPage(browser, 1280);
+    await loginAs(page, app.url, member);
+    const list = page.getByRole('list', { name: 'Conversaciones' });
+    await list.getByRole('listitem').filter({ hasText: first }).waitFor();
+    let navigations = 0;
+    page.on('framenavigated', () => navigations++);
+
+    // A customer nobody has seen writes: the list shows them without a reload.
+    const second = freshPhone({ spelling: 'digits' });
+    expect((await app.inbound({ accountId: acc.id, from: second, text: 'Quiero yerba de 1 kg' })).status).toBe(201);
+    const fresh = list.getByRole('listitem').filter({ hasText: second });
+    await fresh.waitFor({ timeout: 10_000 });
+    expect(await fresh.innerText()).toContain('Quiero yerba de 1 kg');
+
+    // The open conversation receives the customer's next message live.
+    await fresh.getByRole('link').click();
+    const messages = page.getByRole('list', { name: 'Mensajes' });
+    await messages.getByText('Quiero yerba de 1 kg').waitFor();
+    expect((await app.inbound({ accountId: acc.id, from: second, text: '¿Y de 500 g?' })).status).toBe(201);
+    await messages.getByText('¿Y de 500 g?').waitFor({ timeout: 10_000 });
+    // Client-side route changes only (pushState), never a reload of the page.
+    expect(navigations).toBeLessThanOrEqual(1);
+    await page.screenshot({ path: `${SHOTS}/inbox-live-1280.png`, fullPage: true });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});
