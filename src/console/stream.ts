@@ -40,6 +40,23 @@ const frame = (e: LiveEvent): string => `id: ${e.id}\nevent: ${e.kind}\ndata: ${
 export const streamRoutes: RoutesFn = (app, s) => {
   /** This process's open streams per member, oldest first. */
   const byMember = new Map<string, Stream[]>();
+  /**
+   * One session check per session and event, shared by that session's streams: each is started
+   * when the bus hands the event over, after it committed, exactly as a check of its own would be.
+   */
+  const checks = new Map<string, Promise<boolean>>();
+  const holdsFor = (tokenHash: string, eventId: string): Promise<boolean> => {
+    const key = `${tokenHash} ${eventId}`;
+    let p = checks.get(key);
+    if (!p) {
+      p = sessionHolds(s, tokenHash);
+      p.catch(() => {});
+      checks.set(key, p);
+      // The bus hands an event to all its listeners in one synchronous loop.
+      queueMicrotask(() => checks.delete(key));
+    }
+    return p;
+  };
   app.addHook('preClose', (done) => {
     for (const list of [...byMember.values()]) for (const st of [...list]) st.close();
     done();
@@ -79,16 +96,31 @@ export const streamRoutes: RoutesFn = (app, s) => {
         });
         chain.catch(() => stream.close());
       };
-      const checked = (write: () => void) => async () => {
-        if (!(await sessionHolds(s, tokenHash))) return stream.close();
+      const checked = (holds: () => Promise<boolean>, write: () => void) => async () => {
+        if (!(await holds())) return stream.close();
         write();
         if (res.writableLength > MAX_BUFFERED) stream.close();
       };
       const deliver = (e: LiveEvent) => {
         if (sent.has(e.id)) return;
-        run(checked(() => res.write(frame(e))));
+        const holds = holdsFor(tokenHash, e.id);
+        run(
+          checked(
+            () => holds,
+            () => res.write(frame(e)),
+          ),
+        );
       };
-      const timer = setInterval(() => run(checked(() => res.write(': keep-alive\n\n'))), s.config.CONSOLE_KEEPALIVE_MS);
+      const timer = setInterval(
+        () =>
+          run(
+            checked(
+              () => sessionHolds(s, tokenHash),
+              () => res.write(': keep-alive\n\n'),
+            ),
+          ),
+        s.config.CONSOLE_KEEPALIVE_MS,
+      );
       timer.unref();
 
       const stream: Stream = {
