@@ -154,6 +154,18 @@ export async function consoleStreamFigure(): Promise<void> {
         else lat.push(seen - at);
       }
     }
+    // A backlog that grows shows as later events seen later: the first and the last second apart.
+    const bySecond = (from: number, to: number) => {
+      const xs: number[] = [];
+      for (const st of streams) {
+        for (let i = from; i < to; i++) {
+          const at = sentAt.get(`bench-ev-${i}`);
+          const seen = st.seen.get(`bench-ev-${i}`);
+          if (at !== undefined && seen !== undefined) xs.push(seen - at);
+        }
+      }
+      return quantile(xs, 0.5).toFixed(0);
+    };
     const closedEarly = streams.filter((st) => st.ended).length;
     const p99 = quantile(lat, 0.99);
     const q = (p: number) => quantile(lat, p).toFixed(0);
@@ -168,6 +180,7 @@ export async function consoleStreamFigure(): Promise<void> {
       pass: missed === 0 && refused === 0 && p99 <= GOAL_MS,
       note:
         `p50 ${q(0.5)} ms, p95 ${q(0.95)} ms, max ${lat.reduce((a, b) => Math.max(a, b), 0).toFixed(0)} ms (from the inbound POST sent); ` +
+        `p50 of the first second's events ${bySecond(0, RATE)} ms, of the last second's ${bySecond(total - RATE, total)} ms; ` +
         `${fmt(lat.length)} stream×event pairs, ${missed} missed, ${closedEarly} streams closed early, ${refused} inbound refused; ` +
         `inbound answered p50 ${quantile(ackMs, 0.5).toFixed(0)} / p99 ${quantile(ackMs, 0.99).toFixed(0)} ms; ` +
         `${offered.toFixed(0)} events/s offered (scheduler lag max ${lagMax.toFixed(0)} ms); ` +
