@@ -1,12 +1,11 @@
 // The API reference page (/docs) in a real browser: Debian's chromium driven by playwright-core.
 // Skipped where chromium is not installed (a fresh developer machine); .ci/run installs it.
-import { existsSync, readFileSync } from 'node:fs';
-import { type Browser, chromium } from 'playwright-core';
+import { readFileSync } from 'node:fs';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { haveBrowser, launchBrowser } from '../console.js';
 import { startTestApp, type TestApp } from '../harness.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const haveBrowser = existsSync(CHROMIUM);
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
 describe.skipIf(!haveBrowser)('the API reference page /docs, in chromium', () => {
@@ -14,19 +13,7 @@ describe.skipIf(!haveBrowser)('the API reference page /docs, in chromium', () =>
   let browser: Browser;
   beforeAll(async () => {
     app = await startTestApp();
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      // This machine's network is closed: no background connections, no first-run work.
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchBrowser();
   });
   afterAll(async () => {
     await browser?.close();
