@@ -5,8 +5,7 @@ import { ApiError, call, setCsrf } from '../api/client';
 import { BASE, Link, navigate } from '../router';
 import { type Role, sections, sectionsFor } from '../sections';
 import { texts } from '../texts';
-import { ConfigPage } from './config/index';
-import { InboxPage } from './inbox/page';
+import { pages } from './registry';
 import { SectionPage } from './section';
 
 interface Me {
@@ -16,7 +15,8 @@ interface Me {
 }
 
 export function Shell({ slug: path }: { slug: string }) {
-  const [slug = '', sub = null] = path.split('/') as [string?, string?];
+  const [slug = '', ...rest] = path.split('/');
+  const sub = rest.length > 0 && rest.join('/') !== '' ? rest.join('/') : null;
   const [me, setMe] = useState<Me | null>(null);
   const [error, setError] = useState('');
 
@@ -56,6 +56,7 @@ export function Shell({ slug: path }: { slug: string }) {
   };
   const denied = allowed.some((s) => s.slug === slug) ? undefined : sections.find((s) => s.slug === slug);
   const section = denied ?? allowed.find((s) => s.slug === slug) ?? allowed[0]!;
+  const Page = pages[section.slug];
 
   return (
     <div class="shell">
@@ -86,10 +87,8 @@ export function Shell({ slug: path }: { slug: string }) {
       <main id="contenido" class="content">
         {denied ? (
           <SectionPage section={denied} denied />
-        ) : section.slug === 'configuracion' ? (
-          <ConfigPage accountId={me.account.id} role={me.member.role} />
-        ) : section.slug === 'conversaciones' ? (
-          <InboxPage accountId={me.account.id} openId={sub || null} />
+        ) : Page ? (
+          <Page accountId={me.account.id} role={me.member.role} memberId={me.member.id} sub={sub} />
         ) : (
           <SectionPage section={section} />
         )}
