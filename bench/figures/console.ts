@@ -105,6 +105,8 @@ export async function consoleStreamFigure(): Promise<void> {
     await sleep(1000);
 
     const sentAt = new Map<string, number>();
+    /** When each inbound's 201 arrived: its transaction, the event's, had committed. */
+    const committedAt = new Map<string, number>();
     const ackMs: number[] = [];
     let refused = 0;
     const total = RATE * SECONDS;
@@ -129,8 +131,12 @@ export async function consoleStreamFigure(): Promise<void> {
             status: 0,
             body: String(err.cause ?? err.message),
           }));
-          ackMs.push(performance.now() - at);
-          if (r.status === 201) sentAt.set(key, at);
+          const answered = performance.now();
+          ackMs.push(answered - at);
+          if (r.status === 201) {
+            sentAt.set(key, at);
+            committedAt.set(key, answered);
+          }
           else if (refused++ === 0) console.log(`  ! inbound refused: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
         })(),
       );
@@ -146,12 +152,18 @@ export async function consoleStreamFigure(): Promise<void> {
     const benchUsage = process.cpuUsage(benchCpu0);
     const benchCpu = (benchUsage.user + benchUsage.system) / 1e6 / wallS;
     const lat: number[] = [];
+    // The fan-out alone: from the inbound's 201 (its event committed and notified) to the stream's
+    // bytes. Negative when the bytes beat the 201 back to the bench.
+    const fanOut: number[] = [];
     let missed = 0;
     for (const st of streams) {
       for (const [k, at] of sentAt) {
         const seen = st.seen.get(k);
         if (seen === undefined) missed++;
-        else lat.push(seen - at);
+        else {
+          lat.push(seen - at);
+          fanOut.push(seen - committedAt.get(k)!);
+        }
       }
     }
     // A backlog that grows shows as later events seen later: the first and the last second apart.
@@ -183,6 +195,7 @@ export async function consoleStreamFigure(): Promise<void> {
         `p50 of the first second's events ${bySecond(0, RATE)} ms, of the last second's ${bySecond(total - RATE, total)} ms; ` +
         `${fmt(lat.length)} stream×event pairs, ${missed} missed, ${closedEarly} streams closed early, ${refused} inbound refused; ` +
         `inbound answered p50 ${quantile(ackMs, 0.5).toFixed(0)} / p99 ${quantile(ackMs, 0.99).toFixed(0)} ms; ` +
+        `from the inbound's 201 to the stream p50 ${quantile(fanOut, 0.5).toFixed(0)} / p99 ${quantile(fanOut, 0.99).toFixed(0)} ms; ` +
         `${offered.toFixed(0)} events/s offered (scheduler lag max ${lagMax.toFixed(0)} ms); ` +
         `CPU over the run (cores): server ${serverCpu.toFixed(2)}, bench ${benchCpu.toFixed(2)}`,
     });

@@ -1,9 +1,13 @@
 // The console's live events (docs/console.md "Live updates"; decisions.md "Live events"). Every
 // event is a row of `events` (the webhook outbox's, or a console-only kind written here), and its
-// writer NOTIFYs `chasqui_events` with "<accountId> <eventId>" in the same transaction: PostgreSQL
-// (and PGlite) deliver a notification only when that transaction commits, to every listening
-// process, so a stream never shows an event that rolled back. Accounts without an active member
-// (no console, no stream) are never notified.
+// writer NOTIFYs `chasqui_events` in the same transaction: PostgreSQL (and PGlite) deliver a
+// notification only when that transaction commits, to every listening process, in commit order,
+// so a stream never shows an event that rolled back. The notification carries the event itself
+// ("<accountId> <eventId> <kind> <data>") when it fits, so no process reads it back; a larger one
+// carries only "<accountId> <eventId>" and is read. A deleted session (logout, member disabled or
+// removed, expired) notifies "- ended <tokenHash>" from a trigger (migration 0029), so its
+// streams close at once in every process, before any later event. Accounts without an active
+// member (no console, no stream) are never notified.
 
 import type { FastifyBaseLogger } from 'fastify';
 import { type RawBuilder, sql } from 'kysely';
@@ -12,11 +16,28 @@ import type { Executor, OpenDb } from '../db/index.js';
 import { newId } from '../lib/ids.js';
 
 const CHANNEL = 'chasqui_events';
+/** The event's JSON rides in the notification up to this many bytes (PostgreSQL's limit is 8000). */
+const INLINE_MAX_BYTES = 7_800;
 
-/** The NOTIFY of one event (an SQL expression, void), only when the account has an active member. */
-export const notifyConsole = (accountId: RawBuilder<unknown> | string, eventId: string): RawBuilder<unknown> => sql`
+/** The notification's text: the event itself when it fits, else its account and id. */
+const payload = (accountId: RawBuilder<unknown> | string, eventId: string, kind: string, dataText: RawBuilder<unknown>) => sql`
+  CASE WHEN octet_length(${dataText}) <= ${INLINE_MAX_BYTES}
+    THEN ${accountId}::text || ' ' || ${eventId}::text || ' ' || ${kind}::text || ' ' || ${dataText}
+    ELSE ${accountId}::text || ' ' || ${eventId}::text END`;
+
+/**
+ * The NOTIFY of one event (an SQL expression, void), only when the account has an active member.
+ * `dataText`: the event's stored `data` as text (`data::text` of the inserted row), so the live
+ * frame is byte for byte what a resume reads.
+ */
+export const notifyConsole = (
+  accountId: RawBuilder<unknown> | string,
+  eventId: string,
+  kind: string,
+  dataText: RawBuilder<unknown>,
+): RawBuilder<unknown> => sql`
   CASE WHEN EXISTS (SELECT 1 FROM members WHERE account_id = ${accountId}::uuid AND status = 'active')
-    THEN pg_notify(${CHANNEL}, ${accountId}::text || ' ' || ${eventId}::text) END`;
+    THEN pg_notify(${CHANNEL}, ${payload(accountId, eventId, kind, dataText)}) END`;
 
 /** Kinds only the console sees (no webhook carries them). */
 export type ConsoleKind = 'message.sent' | 'conversation.updated';
@@ -31,8 +52,9 @@ export async function emitConsoleEvent(ex: Executor, accountId: string, kind: Co
     WITH ev AS (
       INSERT INTO events (id, account_id, kind, data, test, created_at)
       SELECT ${id}, ${accountId}, ${kind}, ${JSON.stringify(data)}::jsonb, false, ${now}
-      WHERE EXISTS (SELECT 1 FROM members WHERE account_id = ${accountId} AND status = 'active'))
-    SELECT ${notifyConsole(accountId, id)}`.execute(ex);
+      WHERE EXISTS (SELECT 1 FROM members WHERE account_id = ${accountId} AND status = 'active')
+      RETURNING data::text AS d)
+    SELECT pg_notify(${CHANNEL}, ${payload(accountId, id, kind, sql`ev.d`)}) FROM ev`.execute(ex);
 }
 
 /**
@@ -53,8 +75,9 @@ export async function conversationUpdated(ex: Executor, conversationId: string):
         'channel', c.channel, 'lastInboundAt', c.last_inbound_at,
         'handling', CASE WHEN c.handling_type IS NULL THEN NULL
           ELSE jsonb_build_object('type', c.handling_type, 'id', c.handling_id, 'name', c.handling_name) END),
-        false, now() FROM c)
-    SELECT pg_notify(${CHANNEL}, c.account_id::text || ' ' || ${id}::text) FROM c`.execute(ex);
+        false, now() FROM c
+      RETURNING account_id, data::text AS d)
+    SELECT pg_notify(${CHANNEL}, ${payload(sql`ev.account_id`, id, 'conversation.updated', sql`ev.d`)}) FROM ev`.execute(ex);
 }
 
 export interface LiveEvent {
@@ -62,22 +85,28 @@ export interface LiveEvent {
   kind: string;
   /** The stored JSON text (the webhook's `data`). */
   data: string;
+  /** Its Server-Sent Events frame, encoded once per process by the first stream that writes it. */
+  frame?: string;
 }
 
 type Listener = (e: LiveEvent) => void;
 
 /**
  * This process's end of the channel: one LISTEN (a dedicated PostgreSQL connection, or PGlite's
- * own), and the streams of each account. An event is read once per process, only when a stream of
- * its account is open here.
+ * own), the streams of each account and the ends of each session. A notification is handled only
+ * when a stream of its account (or session) is open here; an event too large to ride in its
+ * notification is read once per process.
  */
 export class EventBus {
   private readonly byAccount = new Map<string, Set<Listener>>();
+  private readonly bySession = new Map<string, Set<() => void>>();
   private client: pg.Client | null = null;
   private stopPglite: (() => Promise<void>) | null = null;
   private closed = false;
   private starting: Promise<void> | null = null;
-  private reading: Promise<void> = Promise.resolve();
+  /** Work waiting behind a read of the table (reads and the events after them), in commit order. */
+  private chain: Promise<void> = Promise.resolve();
+  private queued = 0;
 
   constructor(
     private readonly database: OpenDb,
@@ -115,11 +144,55 @@ export class EventBus {
     this.client = client;
   }
 
-  private notified(payload: string): void {
-    const [accountId, eventId] = payload.split(' ');
-    if (!accountId || !eventId || !this.byAccount.has(accountId)) return;
-    // One read at a time: the streams get the events in the order they were committed.
-    this.reading = this.reading.then(() => this.read(accountId, eventId));
+  private notified(text: string): void {
+    const a = text.indexOf(' ');
+    const b = a < 0 ? -1 : text.indexOf(' ', a + 1);
+    const head = a < 0 ? text : text.slice(0, a);
+    const eventId = a < 0 ? '' : b < 0 ? text.slice(a + 1) : text.slice(a + 1, b);
+    if (head === '-') {
+      // "- ended <tokenHash>": that session's streams close, after the events committed before.
+      const ends = this.bySession.get(text.slice(b + 1));
+      if (ends && eventId === 'ended')
+        this.inOrder(() => {
+          for (const end of [...ends]) end();
+        });
+      return;
+    }
+    if (!eventId || !this.byAccount.has(head)) return;
+    if (b < 0) {
+      this.enqueue(() => this.read(head, eventId));
+      return;
+    }
+    const c = text.indexOf(' ', b + 1);
+    if (c < 0) return;
+    const e: LiveEvent = { id: eventId, kind: text.slice(b + 1, c), data: text.slice(c + 1) };
+    this.inOrder(() => this.hand(head, e));
+  }
+
+  /** Runs `fn` now, or after the reads of earlier events still running (commit order kept). */
+  private inOrder(fn: () => void): void {
+    if (this.queued > 0) this.enqueue(fn);
+    else fn();
+  }
+
+  private enqueue(fn: () => void | Promise<void>): void {
+    this.queued++;
+    this.chain = this.chain
+      .then(fn)
+      .catch(() => {})
+      .finally(() => {
+        this.queued--;
+      });
+  }
+
+  private hand(accountId: string, e: LiveEvent): void {
+    for (const fn of this.byAccount.get(accountId) ?? []) {
+      try {
+        fn(e);
+      } catch (err) {
+        this.log.warn({ err: { message: (err as Error)?.message } }, 'console stream: event not written');
+      }
+    }
   }
 
   private async read(accountId: string, eventId: string): Promise<void> {
@@ -130,37 +203,49 @@ export class EventBus {
         .where('id', '=', eventId)
         .where('test', '=', false)
         .executeTakeFirst();
-      if (!e) return;
-      for (const fn of this.byAccount.get(accountId) ?? []) fn(e);
+      if (e) this.hand(accountId, e);
     } catch (err) {
       this.log.warn({ err: { message: (err as Error)?.message } }, 'console stream: event not read');
     }
   }
 
-  /** The account's events from now on; resolves once listening, with the unsubscribe function. */
-  async subscribe(accountId: string, fn: Listener): Promise<() => void> {
+  /**
+   * The account's events from now on, and `ended` when the session `tokenHash` ends; resolves
+   * once listening, with the unsubscribe function.
+   */
+  async subscribe(accountId: string, fn: Listener, tokenHash?: string, ended?: () => void): Promise<() => void> {
     const set = this.byAccount.get(accountId) ?? new Set<Listener>();
     this.byAccount.set(accountId, set);
     set.add(fn);
+    if (tokenHash && ended) {
+      const ends = this.bySession.get(tokenHash) ?? new Set();
+      this.bySession.set(tokenHash, ends);
+      ends.add(ended);
+    }
     await this.start();
     return () => {
       const s = this.byAccount.get(accountId);
-      if (!s) return;
-      s.delete(fn);
-      if (s.size === 0) this.byAccount.delete(accountId);
+      if (s) {
+        s.delete(fn);
+        if (s.size === 0) this.byAccount.delete(accountId);
+      }
+      const ends = tokenHash ? this.bySession.get(tokenHash) : undefined;
+      if (ends && ended) {
+        ends.delete(ended);
+        if (ends.size === 0) this.bySession.delete(tokenHash!);
+      }
     };
   }
 
-  /** Open subscriptions (tests: closing a stream frees its listener). */
-  get listeners(): number {
-    let n = 0;
-    for (const s of this.byAccount.values()) n += s.size;
-    return n;
+  /** Open subscriptions of an account (tests: closing a stream frees its listener). */
+  listenersOf(accountId: string): number {
+    return this.byAccount.get(accountId)?.size ?? 0;
   }
 
   async close(): Promise<void> {
     this.closed = true;
     this.byAccount.clear();
+    this.bySession.clear();
     await this.stopPglite?.().catch(() => {});
     await this.client?.end().catch(() => {});
     this.client = null;

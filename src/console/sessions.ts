@@ -16,6 +16,8 @@ export interface Session {
   tokenHash: string;
   csrf: string;
   member: MemberRow;
+  /** When the session ends unless it is used again (ms): the earlier of its idle and absolute ends. */
+  validUntil: number;
 }
 
 /** A new session for an active member: the cookie value (never stored) and the CSRF token. */
@@ -49,12 +51,14 @@ export async function sessionOf(s: Services, token: string | undefined): Promise
     await endSession(s, token);
     return null;
   }
-  if (now - session_seen_at.getTime() >= TOUCH_MS) {
+  let seen = session_seen_at.getTime();
+  if (now - seen >= TOUCH_MS) {
     const at = s.clock.now();
     await s.db.updateTable('member_sessions').set({ last_seen_at: at }).where('token_hash', '=', tokenHash).execute();
     await s.db.updateTable('members').set({ last_seen_at: at }).where('id', '=', member.id).execute();
+    seen = at.getTime();
   }
-  return { tokenHash, csrf, member };
+  return { tokenHash, csrf, member, validUntil: Math.min(seen + IDLE_MS, session_created_at.getTime() + ABSOLUTE_MS) };
 }
 
 export async function endSession(s: Services, token: string): Promise<void> {

@@ -1,8 +1,10 @@
 // GET /console/api/stream (docs/console.md "Live updates"): Server-Sent Events of the member's
-// account, woken by the event bus (bus.ts). Last-Event-ID resumes from the events table (at most
-// RESUME_MAX after that id); a comment every CONSOLE_KEEPALIVE_MS; at most MAX_PER_MEMBER streams
-// per member in a process (the next closes the oldest); a session that ended (logout, member
-// disabled or removed, expired) ends its streams at the next event or keep-alive.
+// account, handed over by the event bus (bus.ts). Last-Event-ID resumes from the events table (at
+// most RESUME_MAX after that id); a comment every CONSOLE_KEEPALIVE_MS; at most MAX_PER_MEMBER
+// streams per member in a process (the next closes the oldest). A session that is deleted (logout,
+// member disabled or removed) ends its streams at once through the bus; one that merely runs out
+// of time (idle, absolute) ends at the first event or keep-alive past its deadline, which the
+// stream knows without asking the database for every event.
 import type { ServerResponse } from 'node:http';
 import { sql } from 'kysely';
 import { ApiError } from '../http/errors.js';
@@ -20,16 +22,19 @@ interface Stream {
   close(): void;
 }
 
-/** The session still holds (read only: a stream does not keep a session from going idle). */
-async function sessionHolds(s: Services, tokenHash: string): Promise<boolean> {
+/**
+ * Until when the session holds as the database has it now (ms; 0: it does not): the earlier of its
+ * idle and absolute ends. Read only: a stream does not keep a session from going idle.
+ */
+async function sessionValidUntil(s: Services, tokenHash: string): Promise<number> {
   const row = await s.db
     .selectFrom('member_sessions as ms')
     .innerJoin('members as m', 'm.id', 'ms.member_id')
     .select(['m.status', 'ms.created_at', 'ms.last_seen_at'])
     .where('ms.token_hash', '=', tokenHash)
     .executeTakeFirst();
-  const now = s.clock.ms();
-  return !!row && row.status === 'active' && now - row.last_seen_at.getTime() <= IDLE_MS && now - row.created_at.getTime() <= ABSOLUTE_MS;
+  if (row?.status !== 'active') return 0;
+  return Math.min(row.last_seen_at.getTime() + IDLE_MS, row.created_at.getTime() + ABSOLUTE_MS);
 }
 
 /** A client this far behind (bytes waiting to be sent) is closed; it resumes with Last-Event-ID. */
@@ -40,23 +45,6 @@ const frame = (e: LiveEvent): string => `id: ${e.id}\nevent: ${e.kind}\ndata: ${
 export const streamRoutes: RoutesFn = (app, s) => {
   /** This process's open streams per member, oldest first. */
   const byMember = new Map<string, Stream[]>();
-  /**
-   * One session check per session and event, shared by that session's streams: each is started
-   * when the bus hands the event over, after it committed, exactly as a check of its own would be.
-   */
-  const checks = new Map<string, Promise<boolean>>();
-  const holdsFor = (tokenHash: string, eventId: string): Promise<boolean> => {
-    const key = `${tokenHash} ${eventId}`;
-    let p = checks.get(key);
-    if (!p) {
-      p = sessionHolds(s, tokenHash);
-      p.catch(() => {});
-      checks.set(key, p);
-      // The bus hands an event to all its listeners in one synchronous loop.
-      queueMicrotask(() => checks.delete(key));
-    }
-    return p;
-  };
   app.addHook('preClose', (done) => {
     for (const list of [...byMember.values()]) for (const st of [...list]) st.close();
     done();
@@ -85,42 +73,45 @@ export const streamRoutes: RoutesFn = (app, s) => {
 
       let closed = false;
       let unsubscribe: (() => void) | null = null;
-      // Events that arrive while the backlog is read wait here; null once it was sent.
+      let validUntil = session.validUntil;
+      // Events that arrive while the backlog is read or the session is re-read wait here, in order;
+      // null when events are written as they come.
       let waiting: LiveEvent[] | null = [];
       const sent = new Set<string>();
-      // One write at a time, in order, each after the session was checked.
-      let chain = Promise.resolve();
-      const run = (step: () => Promise<void> | void) => {
-        chain = chain.then(async () => {
-          if (!closed) await step();
-        });
-        chain.catch(() => stream.close());
-      };
-      const checked = (holds: () => Promise<boolean>, write: () => void) => async () => {
-        if (!(await holds())) return stream.close();
-        write();
+      const write = (e: LiveEvent) => {
+        if (closed || sent.has(e.id)) return;
+        e.frame ??= frame(e);
+        res.write(e.frame);
         if (res.writableLength > MAX_BUFFERED) stream.close();
       };
-      const deliver = (e: LiveEvent) => {
-        if (sent.has(e.id)) return;
-        const holds = holdsFor(tokenHash, e.id);
-        run(
-          checked(
-            () => holds,
-            () => res.write(frame(e)),
-          ),
-        );
+      /** Re-reads the session, holding events meanwhile; false (and the stream closed) when it ended. */
+      const recheck = async (): Promise<boolean> => {
+        waiting ??= [];
+        const until = await sessionValidUntil(s, tokenHash).catch(() => 0);
+        if (closed) return false;
+        if (until <= s.clock.ms()) {
+          stream.close();
+          return false;
+        }
+        validUntil = until;
+        const held = waiting;
+        waiting = null;
+        for (const e of held) write(e);
+        return true;
       };
-      const timer = setInterval(
-        () =>
-          run(
-            checked(
-              () => sessionHolds(s, tokenHash),
-              () => res.write(': keep-alive\n\n'),
-            ),
-          ),
-        s.config.CONSOLE_KEEPALIVE_MS,
-      );
+      const deliver = (e: LiveEvent) => {
+        if (closed) return;
+        if (waiting) waiting.push(e);
+        else if (s.clock.ms() <= validUntil) write(e);
+        else {
+          waiting = [e];
+          void recheck();
+        }
+      };
+      const timer = setInterval(() => {
+        if (closed || waiting) return;
+        void recheck().then((holds) => holds && !closed && res.write(': keep-alive\n\n'));
+      }, s.config.CONSOLE_KEEPALIVE_MS);
       timer.unref();
 
       const stream: Stream = {
@@ -144,7 +135,7 @@ export const streamRoutes: RoutesFn = (app, s) => {
       while (list.length > MAX_PER_MEMBER) list[0]?.close();
 
       try {
-        const off = await s.liveEvents.subscribe(accountId, (e) => (waiting ? waiting.push(e) : deliver(e)));
+        const off = await s.liveEvents.subscribe(accountId, deliver, tokenHash, () => stream.close());
         if (closed) return off();
         unsubscribe = off;
         if (resumeFrom) {
@@ -163,9 +154,10 @@ export const streamRoutes: RoutesFn = (app, s) => {
             sent.add(e.id);
           }
         }
-        const held = waiting;
+        const held = waiting ?? [];
         waiting = null;
-        for (const e of held) deliver(e);
+        for (const e of held) write(e);
+        sent.clear();
       } catch (err) {
         req.log.warn({ err: { message: (err as Error)?.message } }, 'console stream: not started');
         stream.close();

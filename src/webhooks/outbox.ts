@@ -74,13 +74,14 @@ export async function emitEvent(trx: Executor, e: NewEvent, now: Date): Promise<
   const target = await sql<{ plan: string; limits: Record<string, number | null>; subs: string[] }>`
     WITH ev AS (
       INSERT INTO events (id, account_id, kind, data, test, created_at)
-      VALUES (${id}, ${e.accountId}, ${e.kind}, ${eventDataJson(e.data)}::jsonb, ${e.test ?? false}, ${now}))
+      VALUES (${id}, ${e.accountId}, ${e.kind}, ${eventDataJson(e.data)}::jsonb, ${e.test ?? false}, ${now})
+      RETURNING data::text AS d)
     SELECT a.plan, a.limits, ARRAY(
       SELECT w.id::text FROM webhooks w
       WHERE w.account_id = a.id AND w.enabled AND w.deleted_at IS NULL
         AND (w.events IS NULL OR ${e.kind} = ANY (w.events))
         AND (${e.webhookId ?? null}::uuid IS NULL OR w.id = ${e.webhookId ?? null}::uuid)
-      ORDER BY w.id) AS subs, ${e.test ? sql`NULL` : notifyConsole(sql`a.id`, id)} AS console
+      ORDER BY w.id) AS subs, ${e.test ? sql`NULL` : notifyConsole(sql`a.id`, id, e.kind, sql`(SELECT d FROM ev)`)} AS console
     FROM accounts a WHERE a.id = ${e.accountId}`.execute(trx);
   const row = target.rows[0];
   // api.md §1: only plans with the API include webhooks.

@@ -199,45 +199,53 @@ describe('"GET /console/api/stream (session): Server-Sent Events of the member\'
     }
   });
 
-  it('"sends a comment every 15 s" (CONSOLE_KEEPALIVE_MS, 200 ms here); an ended session (logout) ends its stream at the next keep-alive', async () => {
+  it('"sends a comment every 15 s" (CONSOLE_KEEPALIVE_MS, 200 ms here)', async () => {
     const acc = await app.createAccount();
     const m = await memberOf(acc);
     const sse = await openStream(app, m.cookie);
-    await until('keep-alive', () => sse.comments.includes('keep-alive'));
-    const out = await request(`${app.url}/console/api/logout`, 'POST', undefined, { cookie: m.cookie, 'x-chasqui-csrf': m.csrf });
-    expect(out.status).toBe(204);
-    await until('the stream ended', () => sse.ended);
+    try {
+      await until('keep-alive', () => sse.comments.includes('keep-alive'));
+      await until('a second keep-alive', () => sse.comments.filter((c) => c === 'keep-alive').length >= 2);
+    } finally {
+      sse.close();
+    }
   });
 
-  it("a disabled member's stream ends at the next event", async () => {
-    const acc = await app.createAccount({});
-    const owner = await memberOf(acc, 'owner');
-    const agentRow = await addMember(app, acc.id, 'agent');
-    const agent = await signIn(app, agentRow);
-    const sse = await openStream(app, agent.cookie);
-    expect((await owner.call('PATCH', `/accounts/${acc.id}/members/${agentRow.id}`, { status: 'disabled' })).status).toBe(200);
-    await app.inbound({ accountId: acc.id, from: freshPhone(), text: 'después' });
-    await until('the stream ended', () => sse.ended);
-    expect(sse.events.some((e) => e.data?.text === 'después')).toBe(false);
+  it('an event larger than a notification carries (≈ 7.8 KB) arrives whole, in commit order with the small ones around it', async () => {
+    const acc = await app.createAccount();
+    const m = await memberOf(acc);
+    const sse = await openStream(app, m.cookie);
+    try {
+      const from = freshPhone();
+      // 4,000 characters of 2 bytes each: ≈ 8 KB of JSON, read back from the events table.
+      const big = 'ñ'.repeat(4_000);
+      for (const text of ['antes', big, 'después']) expect((await app.inbound({ accountId: acc.id, from, text })).status).toBe(201);
+      await until('three messages', () => ofKind(sse, 'message.received').length >= 3);
+      expect(ofKind(sse, 'message.received').map((e) => e.data.text)).toEqual(['antes', big, 'después']);
+      const stored = await app.events(acc.id, 'message.received');
+      expect(ofKind(sse, 'message.received').map((e) => e.data)).toEqual(stored.map((e) => e.data));
+    } finally {
+      sse.close();
+    }
   });
 
   it('"holds at most 20 streams per member (the 21st closes the oldest)"; closing frees its listener', async () => {
     const bus = app.rt.services.liveEvents;
-    const before = bus.listeners;
     const acc = await app.createAccount();
+    const before = bus.listenersOf(acc.id);
     const m = await memberOf(acc);
     const streams: Sse[] = [];
     for (let i = 0; i < 20; i++) streams.push(await openStream(app, m.cookie));
-    await until('20 listeners', () => bus.listeners === before + 20);
+    await until('20 listeners', () => bus.listenersOf(acc.id) === before + 20);
     const last = await openStream(app, m.cookie);
     streams.push(last);
     await until('the first stream closed', () => streams[0]?.ended);
     expect(streams.slice(1).every((s) => !s.ended)).toBe(true);
-    await until('still 20 listeners', () => bus.listeners === before + 20);
+    await until('still 20 listeners', () => bus.listenersOf(acc.id) === before + 20);
     await app.inbound({ accountId: acc.id, from: freshPhone(), text: 'a todas' });
     await until('all 20 got it', () => streams.slice(1).every((s) => ofKind(s, 'message.received').length === 1));
     for (const s of streams) s.close();
-    await until('every listener removed', () => bus.listeners === before);
+    await until('every listener removed', () => bus.listenersOf(acc.id) === before);
   });
 });
 
@@ -270,6 +278,75 @@ describe('"Works across processes (PostgreSQL LISTEN/NOTIFY or Redis pub/sub)"',
       await until('the stream on B ended', () => onB.ended);
     } finally {
       await b.close();
+    }
+  });
+});
+
+describe('a stream ends with its session: at once when the session is deleted, at its deadline when it runs out', () => {
+  // Keep-alives every 10 minutes here: nothing but the session's end can close these streams.
+  let quiet: TestApp;
+  beforeAll(async () => {
+    quiet = await startTestApp({ env: { CONSOLE_KEEPALIVE_MS: '600000' } });
+  });
+  afterAll(async () => {
+    await quiet?.close();
+  });
+  const member = async (acc: TestAccount, role = 'agent') => signIn(quiet, await addMember(quiet, acc.id, role));
+
+  it('logout ends the stream at once, with no event or keep-alive to carry it', async () => {
+    const acc = await quiet.createAccount();
+    const m = await member(acc);
+    const other = await member(acc);
+    const sse = await openStream(quiet, m.cookie);
+    const stays = await openStream(quiet, other.cookie);
+    try {
+      await until('listening', () => quiet.rt.services.liveEvents.listenersOf(acc.id) >= 2);
+      const out = await request(`${quiet.url}/console/api/logout`, 'POST', undefined, { cookie: m.cookie, 'x-chasqui-csrf': m.csrf });
+      expect(out.status).toBe(204);
+      await until('the stream ended', () => sse.ended);
+      // Another member's session is not touched.
+      await quiet.inbound({ accountId: acc.id, from: freshPhone(), text: 'sigue' });
+      await until('the other stream still gets events', () => ofKind(stays, 'message.received').length === 1);
+      expect(stays.ended).toBe(false);
+    } finally {
+      sse.close();
+      stays.close();
+    }
+  });
+
+  it('disabling a member or removing them ends their streams at once, before any later event', async () => {
+    const acc = await quiet.createAccount();
+    const owner = await member(acc, 'owner');
+    const disabledRow = await addMember(quiet, acc.id, 'agent');
+    const removedRow = await addMember(quiet, acc.id, 'agent');
+    const disabled = await openStream(quiet, (await signIn(quiet, disabledRow)).cookie);
+    const removed = await openStream(quiet, (await signIn(quiet, removedRow)).cookie);
+    try {
+      await until('listening', () => quiet.rt.services.liveEvents.listenersOf(acc.id) >= 2);
+      expect((await owner.call('PATCH', `/accounts/${acc.id}/members/${disabledRow.id}`, { status: 'disabled' })).status).toBe(200);
+      expect((await owner.call('DELETE', `/accounts/${acc.id}/members/${removedRow.id}`)).status).toBe(204);
+      await quiet.inbound({ accountId: acc.id, from: freshPhone(), text: 'después' });
+      await until('both streams ended', () => disabled.ended && removed.ended);
+      expect([...disabled.events, ...removed.events].some((e) => e.data?.text === 'después')).toBe(false);
+    } finally {
+      disabled.close();
+      removed.close();
+    }
+  });
+
+  it('a session past its idle end (12 h) ends its stream at the next event, which it does not get', async () => {
+    const acc = await quiet.createAccount();
+    const m = await member(acc);
+    const sse = await openStream(quiet, m.cookie);
+    try {
+      await quiet.inbound({ accountId: acc.id, from: freshPhone(), text: 'a tiempo' });
+      await until('the first event', () => ofKind(sse, 'message.received').length === 1);
+      quiet.clock.advance(12 * 3600_000 + 60_000);
+      await quiet.inbound({ accountId: acc.id, from: freshPhone(), text: 'tarde' });
+      await until('the stream ended', () => sse.ended);
+      expect(sse.events.some((e) => e.data?.text === 'tarde')).toBe(false);
+    } finally {
+      sse.close();
     }
   });
 });
