@@ -136,8 +136,7 @@ export async function consoleStreamFigure(): Promise<void> {
           if (r.status === 201) {
             sentAt.set(key, at);
             committedAt.set(key, answered);
-          }
-          else if (refused++ === 0) console.log(`  ! inbound refused: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+          } else if (refused++ === 0) console.log(`  ! inbound refused: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
         })(),
       );
     }
