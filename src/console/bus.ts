@@ -43,18 +43,31 @@ export const notifyConsole = (
 export type ConsoleKind = 'message.sent' | 'conversation.updated';
 
 /**
+ * A CTE body: a console-only event for the row of CTE `from` (its `account_id`), written only for an
+ * account with an active member; returns `account_id` and `d` (the stored data as text) for
+ * `notifyEventsOf`. So a writer adds the event to a statement it runs anyway (the send's
+ * `sent` update): no round trip of its own.
+ */
+export const consoleEventFrom = (from: string, id: string, kind: ConsoleKind, dataJson: string, now: Date): RawBuilder<unknown> => sql`
+  INSERT INTO events (id, account_id, kind, data, test, created_at)
+  SELECT ${id}, f.account_id, ${kind}, ${dataJson}::jsonb, false, ${now} FROM ${sql.table(from)} f
+  WHERE EXISTS (SELECT 1 FROM members m WHERE m.account_id = f.account_id AND m.status = 'active')
+  RETURNING account_id, data::text AS d`;
+
+/** A scalar subquery: the NOTIFY of the event `consoleEventFrom` wrote in CTE `cte`, if it wrote one. */
+export const notifyEventOf = (cte: string, id: string, kind: ConsoleKind): RawBuilder<unknown> =>
+  sql`(SELECT pg_notify(${CHANNEL}, ${payload(sql`e.account_id`, id, kind, sql`e.d`)}) FROM ${sql.table(cte)} e)`;
+
+/**
  * A console-only event: the row (for Last-Event-ID) and its notification, in one statement, only
  * for an account with an active member. Inside the writer's transaction, or after its commit.
  */
 export async function emitConsoleEvent(ex: Executor, accountId: string, kind: ConsoleKind, data: unknown, now: Date): Promise<void> {
   const id = newId();
   await sql`
-    WITH ev AS (
-      INSERT INTO events (id, account_id, kind, data, test, created_at)
-      SELECT ${id}, ${accountId}, ${kind}, ${JSON.stringify(data)}::jsonb, false, ${now}
-      WHERE EXISTS (SELECT 1 FROM members WHERE account_id = ${accountId} AND status = 'active')
-      RETURNING data::text AS d)
-    SELECT pg_notify(${CHANNEL}, ${payload(accountId, id, kind, sql`ev.d`)}) FROM ev`.execute(ex);
+    WITH a AS (SELECT ${accountId}::uuid AS account_id),
+    ev AS (${consoleEventFrom('a', id, kind, JSON.stringify(data), now)})
+    SELECT ${notifyEventOf('ev', id, kind)}`.execute(ex);
 }
 
 /**

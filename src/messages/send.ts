@@ -5,15 +5,17 @@
 // with an origin or a new contact under a contact limit) → provider.send outside any transaction
 // → store wamid and `sent` → apply early reports.
 
+import { sql } from 'kysely';
 import { throughputBusyError, throughputBusyReason } from '../channel/paced.js';
 import { ProviderError, ThroughputBusy } from '../channel/types.js';
-import { emitConsoleEvent } from '../console/bus.js';
+import { consoleEventFrom, notifyEventOf } from '../console/bus.js';
 import { getContact, markMarketingOptOut } from '../contacts/service.js';
 import { getConversationRow, touchInboundWindow, windowOpen } from '../conversations/service.js';
 import { transaction } from '../db/retry.js';
 import type { AccountRow, MessageRow } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
 import { providerReason, textFor } from '../http/messages.es-AR.js';
+import { newId } from '../lib/ids.js';
 import { canonicalPhone } from '../lib/phone.js';
 import { effectiveLimits } from '../limits/plans.js';
 import type { Services } from '../services.js';
@@ -87,24 +89,26 @@ async function deliver(s: Services, pending: MessageRow, call: () => Promise<str
     throw await failAtSend(s, pending, err, social);
   }
   const at = s.clock.now();
-  const stored =
-    (await s.db
-      .updateTable('messages')
-      .set({ wamid, status: 'sent', sent_at: at, updated_at: at })
-      .where('id', '=', pending.id)
-      .where('status', '=', 'pending')
-      .where('wamid', 'is', null)
-      .returningAll()
-      .executeTakeFirst()) ?? (await alreadyMoved(s, pending.id, wamid));
+  // The row as the update below leaves it, so its `message.sent` for the console's live inbox
+  // (console/bus.ts) rides in the same statement: written only for accounts with an active member.
+  const record = messageView({ ...pending, wamid, status: 'sent', sent_at: at, updated_at: at });
+  const eventId = newId();
+  const updated = await sql<{ id: string; notified: unknown }>`
+    WITH m AS (
+      UPDATE messages SET wamid = ${wamid}, status = 'sent', sent_at = ${at}, updated_at = ${at}
+      WHERE id = ${pending.id} AND status = 'pending' AND wamid IS NULL
+      RETURNING *),
+    ev AS (${consoleEventFrom('m', eventId, 'message.sent', JSON.stringify(record), at)})
+    SELECT m.id, ${notifyEventOf('ev', eventId, 'message.sent')} AS notified FROM m`.execute(s.db);
   // The 201 shows the status at acceptance (`sent`); reports that came first apply right after
   // (looked for after this commit: a report kept meanwhile is found by one side or the other).
+  if (updated.rows[0]) {
+    await applyEarlyStatuses(s, wamid);
+    return record;
+  }
+  const moved = await alreadyMoved(s, pending.id, wamid);
   await applyEarlyStatuses(s, wamid);
-  const record = messageView(stored);
-  // The console's live inbox (console/bus.ts); the message is out whatever happens to this.
-  await emitConsoleEvent(s.db, stored.account_id, 'message.sent', record, at).catch((err) =>
-    s.log.warn({ err: { message: (err as Error)?.message }, messageId: stored.id }, 'message.sent not streamed'),
-  );
-  return record;
+  return messageView(moved);
 }
 
 /**
