@@ -99,12 +99,13 @@ export class PacedProvider<R extends PacedRequest, P extends Provider<R>> {
 }
 
 /** The `error` a message that never went out keeps (status failed, code null): ours, not the provider's. */
-export const throughputBusyReason = (busy: ThroughputBusy): string => providerReason('number_throughput', { limit: busy.perSecond });
+export const throughputBusyReason = (busy: ThroughputBusy, social = false): string =>
+  providerReason('number_throughput', { limit: busy.perSecond, channel: social ? 'instagram' : 'whatsapp' });
 
 /** The API's answer to a send that found no slot in time: 429 number_throughput with Retry-After (seconds). */
-export function throughputBusyError(busy: ThroughputBusy, messageId?: string): ApiError {
+export function throughputBusyError(busy: ThroughputBusy, messageId?: string, social = false): ApiError {
   return new ApiError('number_throughput', {
-    params: { limit: busy.perSecond },
+    params: { limit: busy.perSecond, channel: social ? 'instagram' : 'whatsapp' },
     headers: { 'retry-after': String(Math.max(1, Math.ceil(busy.retryAfterMs / 1000))) },
     ...(messageId ? { extra: { messageId } } : {}),
   });

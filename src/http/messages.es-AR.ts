@@ -268,7 +268,8 @@ export const catalogue = {
   },
   number_throughput: {
     status: 429,
-    text: (p) => `El número ya envía al máximo de su nivel (${p.limit} mensajes por segundo). Probá de nuevo en unos segundos.`,
+    text: (p) =>
+      `${p.channel === 'instagram' ? 'La cuenta de Instagram ya envía' : 'El número ya envía'} al máximo de su nivel (${p.limit} mensajes por segundo). Probá de nuevo en unos segundos.`,
   },
   ip_blocked: {
     status: 429,
@@ -548,7 +549,8 @@ const providerReasons = {
   graph_status: (p) => `Meta respondió con estado ${p.status}`,
   graph_text_code: (p) => `${p.text} (código ${p.code})`,
   // Ours, not the provider's: the send never reached it (ThroughputBusy, channel/paced.ts).
-  number_throughput: (p) => `no salió: el número ya enviaba al máximo de su nivel (${p.limit} mensajes por segundo)`,
+  number_throughput: (p) =>
+    `no salió: ${p.channel === 'instagram' ? 'la cuenta de Instagram' : 'el número'} ya enviaba al máximo de su nivel (${p.limit} mensajes por segundo)`,
 } as const satisfies Record<string, Text>;
 
 export type ProviderReason = keyof typeof providerReasons;

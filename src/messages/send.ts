@@ -225,7 +225,7 @@ async function failAtSend(s: Services, pending: { id: string; contact_id: string
   const pe =
     err instanceof ProviderError
       ? err
-      : new ProviderError('temporary', busy ? throughputBusyReason(busy) : providerReason('unexpected'), null);
+      : new ProviderError('temporary', busy ? throughputBusyReason(busy, social) : providerReason('unexpected'), null);
   if (!(err instanceof ProviderError) && !busy) s.log.error({ err, messageId }, 'channel provider failed unexpectedly');
   s.metrics.messageFailed(social ? 'instagram' : 'whatsapp', err instanceof ProviderError ? 'provider' : 'ours');
   const now = s.clock.now();
@@ -241,6 +241,6 @@ async function failAtSend(s: Services, pending: { id: string; contact_id: string
       .where('status', '=', 'pending')
       .execute();
   });
-  if (busy) return throughputBusyError(busy, messageId);
+  if (busy) return throughputBusyError(busy, messageId, social);
   return providerApiError(pe, messageId, social);
 }
