@@ -20,7 +20,12 @@ const CHANNEL = 'chasqui_events';
 const INLINE_MAX_BYTES = 7_800;
 
 /** The notification's text: the event itself when it fits, else its account and id. */
-const payload = (accountId: RawBuilder<unknown> | string, eventId: string, kind: string, dataText: RawBuilder<unknown>) => sql`
+const payload = (
+  accountId: RawBuilder<unknown> | string,
+  eventId: RawBuilder<unknown> | string,
+  kind: string,
+  dataText: RawBuilder<unknown>,
+) => sql`
   CASE WHEN octet_length(${dataText}) <= ${INLINE_MAX_BYTES}
     THEN ${accountId}::text || ' ' || ${eventId}::text || ' ' || ${kind}::text || ' ' || ${dataText}
     ELSE ${accountId}::text || ' ' || ${eventId}::text END`;
@@ -71,26 +76,31 @@ export async function emitConsoleEvent(ex: Executor, accountId: string, kind: Co
 }
 
 /**
- * `conversation.updated` of one conversation (its handling now), read and written in one statement.
- * There is no unread count in the schema: the data carries what exists (decisions.md). Its time is
- * the database's (the callers that change handling hold no clock).
+ * `conversation.updated` of one conversation or several (their handling now), read and written in
+ * one statement. There is no unread count in the schema: the data carries what exists
+ * (decisions.md). Its time is the database's (the callers that change handling hold no clock).
  */
-export async function conversationUpdated(ex: Executor, conversationId: string): Promise<void> {
-  const id = newId();
+export async function conversationUpdated(ex: Executor, conversationIds: string | readonly string[]): Promise<void> {
+  const ids = typeof conversationIds === 'string' ? [conversationIds] : [...conversationIds];
+  if (ids.length === 0) return;
+  const eventIds = ids.map(() => newId());
   await sql`
-    WITH c AS (
-      SELECT id, account_id, contact_id, channel, last_inbound_at, handling_type, handling_id, handling_name
-      FROM conversations WHERE id = ${conversationId}
-        AND EXISTS (SELECT 1 FROM members m WHERE m.account_id = conversations.account_id AND m.status = 'active')),
+    WITH x AS (SELECT * FROM unnest(${ids}::uuid[], ${eventIds}::uuid[]) AS x(cid, eid)),
+    c AS (
+      SELECT x.eid, c.id, c.account_id, c.contact_id, c.channel, c.last_inbound_at, c.handling_type, c.handling_id, c.handling_name
+      FROM x JOIN conversations c ON c.id = x.cid
+      WHERE EXISTS (SELECT 1 FROM members m WHERE m.account_id = c.account_id AND m.status = 'active')),
     ev AS (
       INSERT INTO events (id, account_id, kind, data, test, created_at)
-      SELECT ${id}, c.account_id, 'conversation.updated', jsonb_build_object('id', c.id, 'contactId', c.contact_id,
+      SELECT c.eid, c.account_id, 'conversation.updated', jsonb_build_object('id', c.id, 'contactId', c.contact_id,
         'channel', c.channel, 'lastInboundAt', c.last_inbound_at,
         'handling', CASE WHEN c.handling_type IS NULL THEN NULL
           ELSE jsonb_build_object('type', c.handling_type, 'id', c.handling_id, 'name', c.handling_name) END),
         false, now() FROM c
-      RETURNING account_id, data::text AS d)
-    SELECT pg_notify(${CHANNEL}, ${payload(sql`ev.account_id`, id, 'conversation.updated', sql`ev.d`)}) FROM ev`.execute(ex);
+      RETURNING id, account_id, data::text AS d)
+    SELECT pg_notify(${CHANNEL}, ${payload(sql`ev.account_id`, sql`ev.id`, 'conversation.updated', sql`ev.d`)}) FROM ev ORDER BY ev.id`.execute(
+    ex,
+  );
 }
 
 export interface LiveEvent {

@@ -162,7 +162,10 @@ export async function clearHandling(
     .where('handling_type', '=', type)
     .returning('id')
     .execute();
-  for (const c of cleared) await conversationUpdated(trx, c.id);
+  await conversationUpdated(
+    trx,
+    cleared.map((c) => c.id),
+  );
 }
 
 /** Locks these conversations (FOR NO KEY UPDATE), in id order: lock 3 of docs/architecture.md "Lock order". */

@@ -156,6 +156,38 @@ describe('"GET /console/api/stream (session): Server-Sent Events of the member\'
     }
   });
 
+  it('"`conversation.updated` (handling…)": an automation paused with two waiting executions lets both conversations go, one event each', async () => {
+    const acc = await app.createAccount();
+    const m = await memberOf(acc);
+    const flow = await app.admin('POST', `/accounts/${acc.id}/automations`, {
+      status: 'active',
+      name: 'Pregunta',
+      trigger: { type: 'keyword', keywords: ['pedido'], match: 'exact' },
+      steps: [{ id: 'q', type: 'ask', text: '¿Número de pedido?', save: 'pedido' }],
+    });
+    expect(flow.status, JSON.stringify(flow.body)).toBe(201);
+    const sse = await openStream(app, m.cookie);
+    try {
+      const conversations: string[] = [];
+      for (const from of [freshPhone(), freshPhone()]) {
+        const r = await app.inbound({ accountId: acc.id, from, text: 'pedido' });
+        expect(r.status).toBe(201);
+        conversations.push(r.body.conversationId);
+      }
+      const handledBy = (type: string | null) =>
+        ofKind(sse, 'conversation.updated')
+          .filter((e) => (e.data.handling?.type ?? null) === type)
+          .map((e) => e.data.id);
+      expect((await app.admin('POST', '/jobs/automations/run')).status).toBe(200);
+      await until('both handled by the automation', () => conversations.every((c) => handledBy('automation').includes(c)));
+      expect((await app.admin('PATCH', `/accounts/${acc.id}/automations/${flow.body.id}`, { status: 'paused' })).status).toBe(200);
+      await until('both let go', () => conversations.every((c) => handledBy(null).includes(c)));
+      expect(handledBy(null).sort()).toEqual([...conversations].sort());
+    } finally {
+      sse.close();
+    }
+  });
+
   it('only committed events: an event whose transaction rolled back never arrives', async () => {
     const acc = await app.createAccount();
     const m = await memberOf(acc);
