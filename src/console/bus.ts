@@ -19,7 +19,7 @@ export const notifyConsole = (accountId: RawBuilder<unknown> | string, eventId: 
     THEN pg_notify(${CHANNEL}, ${accountId}::text || ' ' || ${eventId}::text) END`;
 
 /** Kinds only the console sees (no webhook carries them). */
-export type ConsoleKind = 'message.sent' | 'conversation.updated';
+export type ConsoleKind = 'message.sent' | 'conversation.updated' | 'campaign.updated';
 
 /**
  * A console-only event: the row (for Last-Event-ID) and its notification, in one statement, only
