@@ -46,7 +46,7 @@ async function contact(acc: TestAccount, attributes: Record<string, string>, nam
 
 /** The page's counters as {Destinatarios: 3, Enviados: 0, …}. */
 async function counters(page: Page): Promise<Record<string, number>> {
-  const cells = await page.getByRole('group', { name: 'Contadores', exact: true }).locator('div').allInnerTexts();
+  const cells = await page.getByRole('region', { name: 'Contadores', exact: true }).locator('div').allInnerTexts();
   return Object.fromEntries(cells.map((c) => c.split('\n')).map(([k, v]) => [k!.trim(), Number(v!.replace(/\D/g, ''))]));
 }
 
@@ -148,7 +148,7 @@ describe.skipIf(!haveBrowser)('Campañas in chromium', () => {
     await page.getByRole('link', { name: 'Volver a Campañas' }).click();
     const item = page.getByRole('list', { name: 'Campañas' }).getByRole('listitem').filter({ hasText: 'Promo Rosario' });
     await item.getByText('Terminada').waitFor();
-    expect(await item.getByRole('group', { name: 'Contadores de Promo Rosario' }).innerText()).toContain('Leídos\n1');
+    expect(await item.innerText()).toContain('Leídos\n1');
     await page.screenshot({ path: `${SHOTS}/campaigns-list-1280.png` });
     expect(errors).toEqual([]);
     await page.close();

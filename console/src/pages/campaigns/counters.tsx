@@ -6,7 +6,8 @@ export function StatusBadge({ status }: { status: string }) {
   return <span class={`cmp-status cmp-${status}`}>{statusNames[status] ?? status}</span>;
 }
 
-export function Counters({ c, label }: { c: Campaign; label: string }) {
+/** The counters; with a label, a named region (the campaign's page: its live numbers). */
+export function Counters({ c, label }: { c: Campaign; label?: string }) {
   const rows: [string, number][] = [
     ['Destinatarios', c.recipients],
     ['Enviados', c.sent],
@@ -14,8 +15,8 @@ export function Counters({ c, label }: { c: Campaign; label: string }) {
     ['Leídos', c.read],
     ['Fallidos', c.failed],
   ];
-  return (
-    <dl class="cmp-counters" role="group" aria-label={label}>
+  const list = (
+    <dl class="cmp-counters">
       {rows.map(([name, n]) => (
         <div key={name}>
           <dt>{name}</dt>
@@ -24,4 +25,5 @@ export function Counters({ c, label }: { c: Campaign; label: string }) {
       ))}
     </dl>
   );
+  return label ? <section aria-label={label}>{list}</section> : list;
 }

@@ -77,7 +77,7 @@ function CampaignList({ base, manager }: { base: string; manager: boolean }) {
                 <Link href={`${BASE}/campanas/${c.id}`}>{c.name}</Link>
                 <StatusBadge status={c.status} />
               </div>
-              <Counters c={c} label={`Contadores de ${c.name}`} />
+              <Counters c={c} />
             </li>
           ))}
         </ul>
