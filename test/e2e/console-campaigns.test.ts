@@ -9,7 +9,7 @@ import { freshPhone, startTestApp, type TestAccount, type TestApp } from '../har
 import { until } from '../poll.js';
 
 declare const document: { documentElement: { scrollWidth: number; clientWidth: number } };
-declare const window: { __noReload?: number };
+declare const window: { __noReload?: number; scrollTo(x: number, y: number): void };
 
 let app: TestApp;
 let browser: Browser;
@@ -84,6 +84,7 @@ describe.skipIf(!haveBrowser)('Campañas in chromium', () => {
     await page.getByRole('textbox', { name: 'Valor 1' }).fill('Rosario');
     expect(await page.getByRole('radio', { name: 'Ahora' }).isChecked()).toBe(true);
     expect(await page.getByRole('combobox', { name: 'Número' }).inputValue()).toBe(acc.phoneNumberId);
+    await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: `${SHOTS}/campaigns-new-1280.png` });
     await page.getByRole('button', { name: 'Crear campaña' }).click();
 

@@ -54,11 +54,10 @@ export function TemplatesPage({ accountId, role }: { accountId: string; role: Ro
     };
   }, [base, tick]);
   useEffect(() => {
-    if (!manager) return;
     call<{ phoneNumbers: { provider: string }[] }>('GET', base)
       .then((a) => setCloud(a.phoneNumbers.some((n) => n.provider === 'cloud')))
       .catch(() => setCloud(false));
-  }, [base, manager]);
+  }, [base]);
   // Under review: read again every POLL_MS while the page is visible.
   const reviewing = items?.some((x) => x.status === 'PENDING') ?? false;
   useEffect(() => {
@@ -130,7 +129,7 @@ export function TemplatesPage({ accountId, role }: { accountId: string; role: Ro
       {error && <p role="alert">{error}</p>}
       {items === null && !error && <p role="status">{t.loading}</p>}
       {items?.length === 0 && <p class="hint">{t.empty}</p>}
-      {reviewing && <p class="hint">{t.pendingHint}</p>}
+      {reviewing && cloud && <p class="hint">{t.pendingHint}</p>}
       {items && items.length > 0 && (
         <ul aria-label={t.title} class="cmp-list">
           {items.map((x) => (
