@@ -58,6 +58,36 @@ async function openCampaigns(page: Page) {
   await page.getByRole('heading', { level: 1, name: 'Campañas' }).waitFor();
 }
 
+describe('campaign.updated, the console-only event of the live counters (decisions.md "Campaign counters in the console")', () => {
+  it('a campaign of 240 sent at the number’s tier writes about one campaign.updated a second of sending, not one per recipient; the last one carries the final counters', async () => {
+    const acc = await app.createAccount({ name: 'Mayorista Norte' });
+    await addMemberFor(app, acc.id, 'admin');
+    const t = await approvedTemplate(acc, 'mayorista');
+    for (let i = 0; i < 240; i++) await contact(acc, { lista: 'mayoristas' }, `Cliente ${i}`);
+    const created = await app.admin('POST', `/accounts/${acc.id}/campaigns`, {
+      name: 'Lista de precios',
+      templateId: t.id,
+      audience: { attributes: { lista: 'mayoristas' } },
+    });
+    expect(created.body).toMatchObject({ status: 'sending', recipients: 240 });
+    const started = performance.now();
+    expect((await app.admin('POST', '/jobs/campaigns/run')).status).toBe(200);
+    const seconds = (performance.now() - started) / 1000;
+    const final = await app.admin('GET', `/accounts/${acc.id}/campaigns/${created.body.id}`);
+    expect(final.body).toMatchObject({ status: 'completed', sent: 240, failed: 0 });
+
+    const updates = (await app.events(acc.id, 'campaign.updated')).map((e) => e.data as { sent: number; status: string });
+    // Creation, then at most one a second of sending (plus the run's last batch).
+    expect(updates[0]).toMatchObject({ status: 'sending', sent: 0 });
+    expect(updates.length).toBeLessThanOrEqual(Math.ceil(seconds) + 2);
+    expect(updates.at(-1)).toMatchObject({ status: 'sending', sent: 240 });
+    expect(await app.events(acc.id, 'campaign.completed')).toHaveLength(1);
+    // Campaign sends stream no message.sent (their counters are the campaign's).
+    expect(await app.events(acc.id, 'message.sent')).toHaveLength(0);
+    console.info(`campaign.updated: ${updates.length} rows for 240 recipients sent in ${seconds.toFixed(2)} s`);
+  }, 60_000);
+});
+
 describe.skipIf(!haveBrowser)('Campañas in chromium', () => {
   it('a campaign created in the page reaches its audience on the sandbox; its counters move live (sent, delivered, read) without a reload', async () => {
     const acc = await app.createAccount({ name: 'Zapatería Rosario' });
