@@ -116,6 +116,7 @@ export function TemplatesPage({ accountId, role }: { accountId: string; role: Ro
       {creating && (
         <TemplateForm
           base={base}
+          cloud={cloud}
           onDone={(name) => {
             setCreating(false);
             if (name) {
@@ -152,7 +153,7 @@ export function TemplatesPage({ accountId, role }: { accountId: string; role: Ro
 }
 
 /** The new template's form; onDone(name) after a 201, onDone(null) on Cancelar. */
-function TemplateForm({ base, onDone }: { base: string; onDone: (name: string | null) => void }) {
+function TemplateForm({ base, cloud, onDone }: { base: string; cloud: boolean; onDone: (name: string | null) => void }) {
   const [name, setName] = useState('');
   const [category, setCategory] = useState('UTILITY');
   const [language, setLanguage] = useState('es_AR');
@@ -193,6 +194,7 @@ function TemplateForm({ base, onDone }: { base: string; onDone: (name: string | 
   const bodyError = [fields.body, fields.variables].filter(Boolean).join(' ') || undefined;
   return (
     <form class="cmp-form cmp-item" onSubmit={submit} noValidate>
+      {cloud && <p class="hint">{t.cloudCreate}</p>}
       <Field
         id="tpl-name"
         label="Nombre"

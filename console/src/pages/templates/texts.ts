@@ -10,6 +10,8 @@ export const templateTexts = {
   created: (name: string) => `Guardaste la plantilla «${name}».`,
   bodyHint: 'Escribí cada variable entre llaves dobles, por ejemplo {{nombre}}. Abajo aparece una fila por variable.',
   noVariables: 'El texto no tiene variables.',
+  cloudCreate:
+    'Tu cuenta usa un número de WhatsApp Cloud: Meta revisa las plantillas en su WhatsApp Manager. Creala también ahí con el mismo nombre e idioma y tocá Sincronizar para traer su estado.',
   pendingHint: 'Las plantillas pendientes se revisan en Meta; esta lista se actualiza sola.',
 };
 
