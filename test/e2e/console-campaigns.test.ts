@@ -167,6 +167,7 @@ describe.skipIf(!haveBrowser)('Campañas in chromium', () => {
       { what: 'Entregados 3 and Leídos 1 on the page' },
     );
     expect(await counters(page)).toEqual({ Destinatarios: 3, Enviados: 3, Entregados: 3, Leídos: 1, Fallidos: 0 });
+    await page.getByText('promo_rosario (es_AR)').waitFor();
     expect(await page.evaluate(() => window.__noReload)).toBe(1);
     await page.screenshot({ path: `${SHOTS}/campaigns-detail-1280.png` });
 
@@ -244,6 +245,7 @@ describe.skipIf(!haveBrowser)('Campañas in chromium', () => {
     await a.page.screenshot({ path: `${SHOTS}/campaigns-list-360.png` });
     await item.getByRole('link', { name: 'Novedades de diciembre' }).click();
     await a.page.getByRole('heading', { level: 1, name: 'Novedades de diciembre' }).waitFor();
+    await a.page.getByText('novedades (es_AR)').waitFor();
     expect(await a.page.getByRole('button', { name: 'Cancelar' }).count()).toBe(0);
     expect(await noHorizontalScroll(a.page)).toBe(true);
     await a.page.screenshot({ path: `${SHOTS}/campaigns-detail-360.png` });

@@ -18,8 +18,9 @@ export function CampaignDetail({ base, id, manager }: { base: string; id: string
   const [c, setC] = useState<Campaign | null>(null);
   const [error, setError] = useState('');
   const [tick, setTick] = useState(0);
-  const [template, setTemplate] = useState<Template | null>(null);
-  const [number, setNumber] = useState<PhoneNumber | null>(null);
+  /** undefined while loading; null: not found (deleted, or the read failed). */
+  const [template, setTemplate] = useState<Template | null | undefined>(undefined);
+  const [number, setNumber] = useState<PhoneNumber | null | undefined>(undefined);
   const [confirming, setConfirming] = useState(false);
   const [busy, setBusy] = useState(false);
   const [note, setNote] = useState('');
@@ -108,7 +109,7 @@ export function CampaignDetail({ base, id, manager }: { base: string; id: string
       <dl class="cmp-facts">
         <div>
           <dt>Plantilla</dt>
-          <dd>{template ? `${template.name} (${template.language})` : (c.templateId ?? '—')}</dd>
+          <dd>{template === undefined && c.templateId ? t.loading : template ? `${template.name} (${template.language})` : '—'}</dd>
         </div>
         <div>
           <dt>Variables</dt>
@@ -120,7 +121,13 @@ export function CampaignDetail({ base, id, manager }: { base: string; id: string
         </div>
         <div>
           <dt>Número</dt>
-          <dd>{number ? `${number.name ? `${number.name} · ` : ''}${number.phone}` : (c.phoneNumberId ?? '—')}</dd>
+          <dd>
+            {number === undefined && c.phoneNumberId
+              ? t.loading
+              : number
+                ? `${number.name ? `${number.name} · ` : ''}${number.phone}`
+                : '—'}
+          </dd>
         </div>
         <div>
           <dt>Programada para</dt>
