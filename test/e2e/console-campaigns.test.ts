@@ -249,7 +249,10 @@ describe.skipIf(!haveBrowser)('Campañas in chromium', () => {
     expect(await a.page.getByRole('button', { name: 'Cancelar' }).count()).toBe(0);
     expect(await noHorizontalScroll(a.page)).toBe(true);
     await a.page.screenshot({ path: `${SHOTS}/campaigns-detail-360.png` });
-    // The agent's session cannot cancel through the route either (the role table: writes are admin).
+    // The form's address shows an agent the list.
+    await a.page.goto(`${app.url}/console/campanas/nueva`);
+    await a.page.getByRole('list', { name: 'Campañas' }).waitFor();
+    expect(await a.page.getByRole('heading', { name: 'Nueva campaña' }).count()).toBe(0);
     expect(a.errors).toEqual([]);
     await a.page.close();
 

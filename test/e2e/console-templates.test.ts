@@ -111,7 +111,6 @@ describe.skipIf(!haveBrowser)('Plantillas in chromium', () => {
     expect(await a.page.getByRole('button', { name: 'Sincronizar' }).count()).toBe(0);
     expect(await noHorizontalScroll(a.page)).toBe(true);
     await a.page.screenshot({ path: `${SHOTS}/templates-list-360.png` });
-    // Its session cannot create one through the route either (the role table: writes are admin).
     expect(a.errors).toEqual([]);
     await a.page.close();
   }, 90_000);

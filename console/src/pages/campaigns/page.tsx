@@ -18,8 +18,9 @@ import './campaigns.css';
 export function CampaignsPage({ accountId, role, sub }: { accountId: string; role: Role; sub: string | null }) {
   const base = `/admin/v1/accounts/${encodeURIComponent(accountId)}`;
   const manager = role !== 'agent';
-  if (sub === 'nueva' && manager) return <CampaignForm base={base} />;
-  if (sub && sub !== 'nueva') return <CampaignDetail base={base} id={sub} manager={manager} />;
+  // An agent who follows a link to the form gets the list (the server would refuse the create anyway).
+  if (sub === 'nueva') return manager ? <CampaignForm base={base} /> : <CampaignList base={base} manager={false} />;
+  if (sub) return <CampaignDetail base={base} id={sub} manager={manager} />;
   return <CampaignList base={base} manager={manager} />;
 }
 
