@@ -8,11 +8,14 @@ import { transaction } from '../db/retry.js';
 import { asProviderError, providerApiError, storeSendOutcomes } from '../messages/batch.js';
 import { applyEarlyStatusesOf } from '../messages/status.js';
 import type { Services } from '../services.js';
+import { campaignUpdated } from './service.js';
 import type { Slice, SliceItem } from './slice.js';
 
 /** Outcomes are written together: at most this many, or this long after the first. */
 const FLUSH_MAX = 200;
 const FLUSH_MS = 50;
+/** The console's `campaign.updated` of a sending campaign: at most once this often (wall time). */
+const LIVE_EVERY_MS = 1_000;
 /** A recipient Graph refused with 130429 (the number's throughput) is tried again this much later. */
 const THROTTLED_RETRY_MS = 1_000;
 
@@ -74,6 +77,9 @@ export class Outcomes {
   private buffer: Outcome[] = [];
   private timer: NodeJS.Timeout | null = null;
   private chain: Promise<void> = Promise.resolve();
+  /** When this run last wrote `campaign.updated` (performance.now()), and whether a change is not told yet. */
+  private toldAt = Number.NEGATIVE_INFINITY;
+  private untold = false;
 
   constructor(
     private readonly s: Services,
@@ -93,6 +99,23 @@ export class Outcomes {
     const batch = this.buffer.splice(0);
     if (batch.length > 0) this.chain = this.chain.then(() => this.write(batch));
     return this.chain;
+  }
+
+  /**
+   * Writes what is buffered, then tells the console the counters a throttled flush left untold
+   * (one `campaign.updated` with the row as it is now). The end of a send run.
+   */
+  async settle(): Promise<void> {
+    await this.flush();
+    if (!this.untold) return;
+    this.untold = false;
+    const s = this.s;
+    try {
+      const c = await s.db.selectFrom('campaigns').selectAll().where('id', '=', this.campaignId).executeTakeFirst();
+      if (c) await campaignUpdated(s.db, c, s.clock.now());
+    } catch (err) {
+      s.log.warn({ err: { message: (err as Error).message }, campaignId: this.campaignId }, 'campaign.updated not written');
+    }
   }
 
   private async write(batch: Outcome[]): Promise<void> {
@@ -117,7 +140,10 @@ export class Outcomes {
     const now = s.clock.now();
     const sent = batch.flatMap((o) => (o.kind === 'sent' ? [{ id: o.item.messageId, wamid: o.wamid }] : []));
     const failed = batch.flatMap((o) => (o.kind === 'sent' ? [] : [{ id: o.item.messageId, contactId: o.item.contactId, error: o.error }]));
+    const tell = performance.now() - this.toldAt >= LIVE_EVERY_MS;
+    let changed = false;
     await transaction(s.db, async (trx) => {
+      changed = false;
       // The messages, then the campaign row, then its recipients (docs/architecture.md "Lock
       // order"). The recipients are this run's own `sending` rows: nobody else moves them while the
       // job runs, so the batch's counts are the counters' exact steps.
@@ -125,11 +151,15 @@ export class Outcomes {
       const nSent = batch.filter((o) => o.kind === 'sent').length;
       const nFailed = batch.filter((o) => o.kind === 'failed').length;
       if (nSent + nFailed > 0) {
-        await trx
+        const c = await trx
           .updateTable('campaigns')
           .set((eb) => ({ sent: eb('sent', '+', nSent), failed: eb('failed', '+', nFailed) }))
           .where('id', '=', this.campaignId)
-          .execute();
+          .returningAll()
+          .executeTakeFirst();
+        // The console's live counters: one event per flush at most once a second, never per message.
+        if (c && tell) await campaignUpdated(trx, c, now);
+        changed = c !== undefined;
       }
       await sql`
         UPDATE campaign_recipients r SET status = v.status, attempts = r.attempts + v.inc, retry_at = v.retry_at::timestamptz,
@@ -141,6 +171,10 @@ export class Outcomes {
           AS v(contact_id, status, inc, retry_at, message_id, error)
         WHERE r.campaign_id = ${this.campaignId}::uuid AND r.contact_id = v.contact_id`.execute(trx);
     });
+    if (changed && tell) {
+      this.toldAt = performance.now();
+      this.untold = false;
+    } else if (changed) this.untold = true;
     // Reports that came before their wamid was stored apply now (send.ts does the same per send).
     await applyEarlyStatusesOf(
       s,

@@ -13,7 +13,7 @@ import type { ApiError } from '../http/errors.js';
 import type { Services } from '../services.js';
 import { emitEvent } from '../webhooks/outbox.js';
 import { callProvider, Outcomes } from './outcomes.js';
-import { campaignView, startInTrx } from './service.js';
+import { campaignUpdated, campaignView, startInTrx } from './service.js';
 import { giveBack, prepareSlice, type Slice, type SliceItem } from './slice.js';
 
 /** Slices prepared ahead of the one being sent. */
@@ -55,7 +55,7 @@ async function startDue(s: Services): Promise<number> {
       const t = c.template_id
         ? await trx.selectFrom('templates').select('category').where('id', '=', c.template_id).executeTakeFirst()
         : undefined;
-      await startInTrx(trx, c, t?.category === 'MARKETING', now);
+      await campaignUpdated(trx, await startInTrx(trx, c, t?.category === 'MARKETING', now), now);
       return true;
     });
     if (started) n += 1;
@@ -184,7 +184,7 @@ async function sendCampaign(s: Services, campaignId: string): Promise<number> {
     await giveBack(s, campaignId, unsent).catch((err) =>
       s.log.warn({ err: { message: (err as Error).message }, campaignId }, 'campaign slice not given back'),
     );
-    await outcomes.flush();
+    await outcomes.settle();
   }
   return handled;
 }
@@ -212,12 +212,14 @@ async function failCampaign(s: Services, campaignId: string, err: ApiError): Pro
   const now = s.clock.now();
   s.log.warn({ campaignId, code: err.code }, 'campaign stopped');
   await transaction(s.db, async (trx) => {
-    await trx
+    const failed = await trx
       .updateTable('campaigns')
       .set({ status: 'failed', completed_at: now, audience_open: false })
       .where('id', '=', campaignId)
       .where('status', '=', 'sending')
-      .execute();
+      .returningAll()
+      .executeTakeFirst();
+    if (failed) await campaignUpdated(trx, failed, now);
     await trx
       .updateTable('campaign_recipients')
       .set({ status: 'skipped', error: err.code, updated_at: now })

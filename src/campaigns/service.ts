@@ -5,6 +5,7 @@
 // the `campaigns` job sends it (sender.ts). delivered/read/failed after the send are moved by the
 // status machine (messages/status.ts, through counters.ts).
 import { sql } from 'kysely';
+import { emitConsoleEvent } from '../console/bus.js';
 import type { Executor, Trx } from '../db/index.js';
 import type { AccountRow, CampaignRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
@@ -34,6 +35,16 @@ export function campaignView(c: CampaignRow): CampaignView {
     completedAt: iso(c.completed_at),
     createdAt: c.created_at.toISOString(),
   };
+}
+
+/**
+ * The console's `campaign.updated` (docs/console.md "Live updates"): the campaign as GET shows it,
+ * after a change of its state or of its send counters. Written at most once a second per sending
+ * campaign (outcomes.ts), never per message; delivered/read moves reach the console as the
+ * `message.status` events they already are (each carries `campaignId`).
+ */
+export function campaignUpdated(ex: Executor, c: CampaignRow, now: Date): Promise<void> {
+  return emitConsoleEvent(ex, c.account_id, 'campaign.updated', campaignView(c), now);
 }
 
 export async function getCampaign(db: Executor, accountId: string, id: string): Promise<CampaignRow> {
@@ -117,7 +128,9 @@ export async function createCampaign(s: Services, account: AccountRow, input: Ca
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-    return later ? c : startInTrx(trx, c, template.category === 'MARKETING', now);
+    const out = later ? c : await startInTrx(trx, c, template.category === 'MARKETING', now);
+    await campaignUpdated(trx, out, now);
+    return out;
   });
   return campaignView(row);
 }
@@ -141,6 +154,7 @@ export async function cancelCampaign(s: Services, accountId: string, id: string)
       .where('campaign_id', '=', c.id)
       .where('status', '=', 'pending')
       .execute();
+    await campaignUpdated(trx, updated, now);
     return updated;
   });
   return campaignView(row);

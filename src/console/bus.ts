@@ -45,7 +45,7 @@ export const notifyConsole = (
     THEN pg_notify(${CHANNEL}, ${payload(accountId, eventId, kind, dataText)}) END`;
 
 /** Kinds only the console sees (no webhook carries them). */
-export type ConsoleKind = 'message.sent' | 'conversation.updated';
+export type ConsoleKind = 'message.sent' | 'conversation.updated' | 'campaign.updated';
 
 /**
  * A CTE body: a console-only event for the row of CTE `from` (its `account_id`), written only for an

@@ -3,8 +3,10 @@
 // conversation's id, a contact's id, …), or null.
 import type { JSX } from 'preact';
 import type { Role } from '../sections';
+import { CampaignsPage } from './campaigns/page';
 import { ConfigPage } from './config/index';
 import { InboxPage } from './inbox/page';
+import { TemplatesPage } from './templates/page';
 
 export interface PageProps {
   accountId: string;
@@ -16,4 +18,6 @@ export interface PageProps {
 export const pages: Readonly<Record<string, (p: PageProps) => JSX.Element>> = {
   conversaciones: ({ accountId, sub }) => <InboxPage accountId={accountId} openId={sub} />,
   configuracion: ({ accountId, role }) => <ConfigPage accountId={accountId} role={role} />,
+  campanas: ({ accountId, role, sub }) => <CampaignsPage accountId={accountId} role={role} sub={sub} />,
+  plantillas: ({ accountId, role }) => <TemplatesPage accountId={accountId} role={role} />,
 };
