@@ -3,6 +3,7 @@
 // conversation's id, a contact's id, …), or null.
 import type { JSX } from 'preact';
 import type { Role } from '../sections';
+import { AgentsPage } from './agents/index';
 import { AutomationsPage } from './automations/index';
 import { ConfigPage } from './config/index';
 import { InboxPage } from './inbox/page';
@@ -18,4 +19,5 @@ export const pages: Readonly<Record<string, (p: PageProps) => JSX.Element>> = {
   conversaciones: ({ accountId, sub }) => <InboxPage accountId={accountId} openId={sub} />,
   configuracion: ({ accountId, role }) => <ConfigPage accountId={accountId} role={role} />,
   automatizaciones: ({ accountId, sub }) => <AutomationsPage accountId={accountId} sub={sub} />,
+  agentes: ({ accountId, sub }) => <AgentsPage accountId={accountId} sub={sub} />,
 };

@@ -13,7 +13,12 @@ export const autoTexts = {
     failed: 'Fallida',
     cancelled: 'Cancelada',
   } as Record<string, string>,
-  counters: { running: 'En curso', completed: 'Completadas', handed_off: 'Pasadas al equipo', failed: 'Fallidas' } as Record<string, string>,
+  counters: {
+    running: 'En curso',
+    completed: 'Completadas',
+    handed_off: 'Pasadas al equipo',
+    failed: 'Fallidas',
+  } as Record<string, string>,
   countsHint: 'Ejecuciones de los últimos 30 días (las en curso, siempre).',
   trigger: (t: Record<string, unknown>): string => {
     const words = Array.isArray(t.keywords) ? (t.keywords as unknown[]).map(String).join(', ') : '';
