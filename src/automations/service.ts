@@ -159,7 +159,7 @@ export const listAutomationRows = (db: Db, accountId: string): Promise<Automatio
 /** How many executions of each status an automation had: running ones whenever they started, the rest of the last 30 days. */
 export type ExecutionCounts = Record<ExecutionRow['status'], number>;
 
-export const COUNT_DAYS = 30;
+const COUNT_DAYS = 30;
 
 async function executionCounts(s: Services, accountId: string, ids: string[]): Promise<Map<string, ExecutionCounts>> {
   const counts = new Map<string, ExecutionCounts>();

@@ -168,6 +168,9 @@ describe.skipIf(!haveBrowser)('Agentes de IA, in chromium', () => {
     await page.getByRole('button', { name: 'Enviar' }).click();
     await log.getByText('Decisión: pasar a una persona', { exact: false }).waitFor();
     expect(llm.requests).toHaveLength(2);
+    await page
+      .getByRole('heading', { level: 2, name: 'Chat de prueba' })
+      .evaluate((el) => (el as unknown as { scrollIntoView(): void }).scrollIntoView());
     await page.screenshot({ path: `${SHOTS}/agents-chat-1280.png` });
     expect(errors).toEqual([]);
     await page.close();
@@ -229,7 +232,9 @@ describe.skipIf(!haveBrowser)('Agentes de IA, in chromium', () => {
         await table.getByRole('row').filter({ hasText: 'Quiere yerba suave.' }).waitFor();
         const again = (await app.admin('GET', `/accounts/${acc.id}/agents/${agent.id}/reviews`)).body.data;
         expect(again[0]).toMatchObject({ summary: 'Quiere yerba suave.', runs: 2 });
-        await page.getByRole('heading', { level: 2, name: 'Revisiones' }).scrollIntoViewIfNeeded();
+        await page
+          .getByRole('heading', { level: 2, name: 'Revisiones' })
+          .evaluate((el) => (el as unknown as { scrollIntoView(): void }).scrollIntoView());
         await page.screenshot({ path: `${SHOTS}/agents-reviews-1280.png` });
       } else {
         await page.screenshot({ path: `${SHOTS}/agents-detail-360.png` });

@@ -112,6 +112,9 @@ describe.skipIf(!haveBrowser)('Automatizaciones, in chromium', () => {
     const cells = async (n: number) => (await log.getByRole('row').nth(n).getByRole('cell').allInnerTexts()).slice(0, 3);
     expect(await cells(1)).toEqual(['saludo', 'send', 'ok']);
     expect(await cells(2)).toEqual(['producto', 'ask', 'asked']);
+    await page
+      .getByRole('heading', { level: 2, name: 'Ejecuciones' })
+      .evaluate((el) => (el as unknown as { scrollIntoView(): void }).scrollIntoView());
     await page.screenshot({ path: `${SHOTS}/automations-detail-1280.png` });
 
     await row.getByRole('button', { name: 'Cancelar' }).click();
@@ -199,4 +202,53 @@ describe.skipIf(!haveBrowser)('Automatizaciones, in chromium', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 60_000);
+});
+
+describe('"GET …/automations: each automation with its execution counts" (docs/operator.md), which the list shows', () => {
+  it('one of each status counted; the ended ones only for 30 days, by startedAt', async () => {
+    const acc = await app.createAccount();
+    const a = await app.admin('POST', `/accounts/${acc.id}/automations`, {
+      name: 'Cuenta',
+      trigger: { type: 'api' },
+      steps: [
+        { id: 'pasar', type: 'condition', if: { var: 'modo', op: 'not_equals', value: 'pasar' }, else: 'pase' },
+        { id: 'terminar', type: 'condition', if: { var: 'modo', op: 'not_equals', value: 'fin' }, else: 'fin' },
+        { id: 'q', type: 'ask', text: '¿Algo más?', save: 'x', timeoutMinutes: 10080 },
+        { id: 'pase', type: 'handoff' },
+        { id: 'fin', type: 'end' },
+      ],
+    });
+    expect(a.status, JSON.stringify(a.body)).toBe(201);
+    const counts = async () => {
+      const list = (await app.admin('GET', `/accounts/${acc.id}/automations`)).body.data;
+      return list.find((x: { id: string }) => x.id === a.body.id).executions;
+    };
+    expect(await counts()).toEqual({ running: 0, completed: 0, handed_off: 0, failed: 0, cancelled: 0 });
+
+    const test = async (to: string, variables?: Record<string, string>) => {
+      const r = await app.admin('POST', `/accounts/${acc.id}/automations/${a.body.id}/test`, { to, ...(variables ? { variables } : {}) });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+      return r.body;
+    };
+    const wrote = async () => {
+      const phone = freshPhone();
+      expect((await app.inbound({ accountId: acc.id, from: phone, text: 'Hola' })).status).toBe(201);
+      return phone;
+    };
+    expect((await test(await wrote(), { modo: 'fin' })).status).toBe('completed');
+    expect((await test(await wrote(), { modo: 'pasar' })).status).toBe('handed_off');
+    const running = await test(await wrote());
+    expect(running.status).toBe('running');
+    // Never wrote: the question cannot go out (the 24-hour window).
+    expect((await test(freshPhone())).status).toBe('failed');
+    expect(await counts()).toEqual({ running: 1, completed: 1, handed_off: 1, failed: 1, cancelled: 0 });
+
+    const c = await app.admin('POST', `/accounts/${acc.id}/automations/${a.body.id}/executions/${running.id}/cancel`);
+    expect(c.status).toBe(200);
+    expect(await counts()).toEqual({ running: 0, completed: 1, handed_off: 1, failed: 1, cancelled: 1 });
+    app.clock.advance(31 * 86_400_000);
+    expect(await counts()).toEqual({ running: 0, completed: 0, handed_off: 0, failed: 0, cancelled: 0 });
+    expect((await test(await wrote(), { modo: 'fin' })).status).toBe('completed');
+    expect(await counts()).toEqual({ running: 0, completed: 1, handed_off: 0, failed: 0, cancelled: 0 });
+  }, 30_000);
 });
