@@ -120,6 +120,7 @@ describe.skipIf(!haveBrowser)('Agentes de IA, in chromium', () => {
     expect(await page.getByRole('spinbutton', { name: 'Máximo de turnos' }).getAttribute('aria-invalid')).toBe('true');
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('goal-field-1-name');
     expect((await app.admin('GET', `/accounts/${acc.id}/agents/${agent.id}`)).body.version).toBe('2');
+    await page.getByRole('group', { name: 'Datos a obtener' }).evaluate((el) => (el as unknown as { scrollIntoView(): void }).scrollIntoView());
     await page.screenshot({ path: `${SHOTS}/agents-config-1280.png` });
     expect(errors).toEqual([]);
     await page.close();

@@ -132,6 +132,8 @@ describe.skipIf(!haveBrowser)('Automatizaciones, in chromium', () => {
     const item = page.getByRole('list', { name: 'Automatizaciones' }).getByRole('listitem').filter({ hasText: 'Precios' });
     await item.waitFor();
     await item.getByText('Pausada').waitFor();
+    // The counters, as GET …/automations gives them.
+    expect(await item.getByRole('definition').allInnerTexts()).toEqual(['0', '0', '0', '0', '1']);
     const list = (await app.admin('GET', `/accounts/${acc.id}/automations`)).body.data;
     expect(list[0].executions).toEqual({ running: 0, completed: 0, handed_off: 0, failed: 0, cancelled: 1 });
     await page.screenshot({ path: `${SHOTS}/automations-list-1280.png` });

@@ -7,7 +7,7 @@ import { useLoad } from '../config/load';
 import { type Automation, StatusButton } from './status';
 import { autoTexts as t } from './texts';
 
-const COUNTERS = ['running', 'completed', 'handed_off', 'failed'] as const;
+const COUNTERS = ['running', 'completed', 'handed_off', 'failed', 'cancelled'] as const;
 
 export function AutomationList({ base, onDenied }: { base: string; onDenied: () => void }) {
   const list = useLoad<{ data: Automation[] }>(`${base}/automations`, onDenied);

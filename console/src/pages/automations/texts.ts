@@ -18,6 +18,7 @@ export const autoTexts = {
     completed: 'Completadas',
     handed_off: 'Pasadas al equipo',
     failed: 'Fallidas',
+    cancelled: 'Canceladas',
   } as Record<string, string>,
   countsHint: 'Ejecuciones de los últimos 30 días (las en curso, siempre).',
   trigger: (t: Record<string, unknown>): string => {
