@@ -87,6 +87,18 @@ describe.skipIf(!haveBrowser)('Automatizaciones, in chromium', () => {
     expect(created).toMatchObject({ name: 'Precios', status: 'draft', trigger: { type: 'keyword', keywords: ['precio'] } });
     expect(created.steps.map((s: { id: string }) => s.id)).toEqual(['saludo', 'producto', 'pase']);
 
+    // Its page keeps the flow in the editor (type and id first); Guardar sends it with PATCH.
+    const saved = page.getByRole('textbox', { name: 'Flujo (JSON)' });
+    const shown = JSON.parse(await saved.inputValue());
+    expect(Object.keys(shown.steps[0]).slice(0, 2)).toEqual(['id', 'type']);
+    shown.steps[0].text = '¡Hola {{contact.name}}! Te cuento los precios.';
+    await saved.fill(JSON.stringify(shown, null, 2));
+    await page.getByRole('button', { name: 'Guardar' }).click();
+    await page.getByText('Guardamos el flujo.').waitFor();
+    expect((await app.admin('GET', `/accounts/${acc.id}/automations/${created.id}`)).body.steps[0].text).toBe(
+      '¡Hola {{contact.name}}! Te cuento los precios.',
+    );
+
     await page.getByRole('button', { name: 'Activar' }).click();
     await page.getByText('La automatización está activa', { exact: false }).waitFor();
     expect((await app.admin('GET', `/accounts/${acc.id}/automations/${created.id}`)).body.status).toBe('active');
@@ -95,14 +107,9 @@ describe.skipIf(!haveBrowser)('Automatizaciones, in chromium', () => {
     const inbound = await app.inbound({ accountId: acc.id, from: freshPhone(), text: '¿Precio de las zapatillas?', name: 'Ana' });
     expect(inbound.status).toBe(201);
     await runDue();
+    // Live: the stream's events read the executions again, without Actualizar nor a reload.
     const table = page.getByRole('table', { name: 'Ejecuciones' });
-    await until(
-      async () => {
-        await page.getByRole('button', { name: 'Actualizar' }).click();
-        return (await table.getByRole('row').filter({ hasText: 'En curso' }).count()) === 1;
-      },
-      { what: 'the running execution', every: 200 },
-    );
+    await table.getByRole('row').filter({ hasText: 'En curso' }).waitFor({ timeout: 10_000 });
     const row = table.getByRole('row').filter({ hasText: 'En curso' });
     expect(await row.getByRole('cell').nth(2).innerText()).toBe('producto');
     await row.getByRole('button', { name: 'Ver pasos' }).click();
@@ -141,7 +148,7 @@ describe.skipIf(!haveBrowser)('Automatizaciones, in chromium', () => {
     await page.close();
   }, 90_000);
 
-  it('a test run on the sandbox from the page (a draft, for a customer who wrote): the execution is a test and runs to its end; the list at 360 px', async () => {
+  it('Activar and Pausar from the keyboard; a test run on the sandbox from the page (a paused flow, for a customer who wrote): the execution is a test and runs to its end; the list at 360 px', async () => {
     const acc = await app.createAccount({ name: 'Kiosco Prueba' });
     const admin = await addMember(app, acc.id, 'owner');
     const phone = freshPhone();
@@ -161,6 +168,15 @@ describe.skipIf(!haveBrowser)('Automatizaciones, in chromium', () => {
     await openSection(page);
     await page.getByRole('link', { name: 'Saludo' }).click();
     await page.getByRole('heading', { level: 1, name: 'Saludo' }).waitFor();
+    // From the keyboard: the route change focused the h1; Tab reaches Activar, Enter activates, then Pausar.
+    await page.getByRole('button', { name: 'Activar' }).waitFor();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Activar');
+    await page.keyboard.press('Enter');
+    await page.getByText('La automatización está activa', { exact: false }).waitFor();
+    await page.getByRole('button', { name: 'Pausar' }).press('Enter');
+    await page.getByText('La automatización está pausada', { exact: false }).waitFor();
+    expect((await app.admin('GET', `/accounts/${acc.id}/automations/${a.body.id}`)).body.status).toBe('paused');
     await page.getByRole('textbox', { name: 'Teléfono de prueba' }).fill(phone);
     await page.getByRole('button', { name: 'Probar' }).click();
     await page.getByText('La prueba arrancó: Completada.', { exact: false }).waitFor();
