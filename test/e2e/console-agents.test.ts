@@ -120,8 +120,33 @@ describe.skipIf(!haveBrowser)('Agentes de IA, in chromium', () => {
     expect(await page.getByRole('spinbutton', { name: 'Máximo de turnos' }).getAttribute('aria-invalid')).toBe('true');
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('goal-field-1-name');
     expect((await app.admin('GET', `/accounts/${acc.id}/agents/${agent.id}`)).body.version).toBe('2');
-    await page.getByRole('group', { name: 'Datos a obtener' }).evaluate((el) => (el as unknown as { scrollIntoView(): void }).scrollIntoView());
+    await page
+      .getByRole('group', { name: 'Datos a obtener' })
+      .evaluate((el) => (el as unknown as { scrollIntoView(): void }).scrollIntoView());
     await page.screenshot({ path: `${SHOTS}/agents-config-1280.png` });
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 60_000);
+
+  it('Crear agente: a blank name is refused next to the field by the server; a name creates it paused and opens it', async () => {
+    const acc = await app.createAccount({ name: 'Yerbatería Oeste' });
+    const admin = await addMember(app, acc.id, 'admin');
+    const { page, errors } = await openPage(browser, 1280);
+    await loginAs(page, app.url, admin);
+    await page.getByRole('navigation', { name: 'Secciones' }).getByRole('link', { name: 'Agentes de IA' }).click();
+    await page.getByText('Todavía no hay agentes.', { exact: false }).waitFor();
+    const name = page.getByRole('textbox', { name: 'Nombre del agente' });
+    await name.fill('   ');
+    await page.getByRole('button', { name: 'Crear agente' }).click();
+    await until(async () => (await name.getAttribute('aria-invalid')) === 'true', { what: 'the name error' });
+    expect((await app.admin('GET', `/accounts/${acc.id}/agents`)).body.data).toEqual([]);
+    await name.fill('Postventa');
+    await name.press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Postventa' }).waitFor();
+    await page.getByText('Creamos el agente, pausado.', { exact: false }).waitFor();
+    const [made] = (await app.admin('GET', `/accounts/${acc.id}/agents`)).body.data;
+    expect(made).toMatchObject({ name: 'Postventa', status: 'paused', version: '1' });
+    await page.getByText(/^Ningún número usa este agente/).waitFor();
     expect(errors).toEqual([]);
     await page.close();
   }, 60_000);
