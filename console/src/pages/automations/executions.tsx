@@ -25,7 +25,7 @@ interface StepLog {
   detail: Record<string, unknown> | null;
 }
 
-const LIVE = ['automation.completed', 'automation.failed', 'conversation.updated', 'message.received'];
+const LIVE = ['automation.completed', 'automation.failed', 'conversation.updated', 'message.received', 'message.sent'];
 
 export function Executions({ path, version }: { path: string; version: number }) {
   const [rows, setRows] = useState<Execution[] | null>(null);
