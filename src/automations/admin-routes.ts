@@ -46,6 +46,13 @@ const AutomationPatch = z.strictObject({
   startsPerMinute: StartsPerMinute.optional(),
 });
 
+const Count = z.number().int();
+const AutomationListItem = AutomationView.extend({
+  executions: z
+    .object({ running: Count, completed: Count, handed_off: Count, failed: Count, cancelled: Count })
+    .describe('Executions by status: the running ones whenever they started, the others of the last 30 days (by startedAt)'),
+});
+
 const AutomationParams = z.object({ id: Uuid, automationId: Uuid });
 const ExecutionParams = z.object({ id: Uuid, automationId: Uuid, executionId: Uuid });
 const ExecutionQuery = CursorQuery.extend({ status: z.enum(EXECUTION_STATUSES).optional() });
@@ -73,7 +80,14 @@ export const automationAdminRoutes: RoutesFn = (app, s) => {
 
   app.get(
     '/accounts/:id/automations',
-    { schema: { summary: "The account's automations, newest first", tags: ['Operator'], params: IdParams } },
+    {
+      schema: {
+        summary: "The account's automations, newest first, each with its execution counts",
+        tags: ['Operator'],
+        params: IdParams,
+        response: { 200: z.object({ data: z.array(AutomationListItem) }) },
+      },
+    },
     async (req) => {
       return { data: await listAutomations(s, req.params.id) };
     },

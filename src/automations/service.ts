@@ -4,7 +4,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Db, Executor } from '../db/index.js';
 import { transaction } from '../db/retry.js';
-import type { AutomationRow } from '../db/types.js';
+import type { AutomationRow, ExecutionRow } from '../db/types.js';
 import { ApiError, ValidationError, type ValidationProblem } from '../http/errors.js';
 import { textFor } from '../http/messages.es-AR.js';
 import { isUuid, newId } from '../lib/ids.js';
@@ -156,8 +156,41 @@ export const listAutomationRows = (db: Db, accountId: string): Promise<Automatio
     .orderBy('id', 'desc')
     .execute();
 
-export const listAutomations = async (s: Services, accountId: string): Promise<AutomationView[]> =>
-  (await listAutomationRows(s.db, accountId)).map((a) => view(s, a));
+/** How many executions of each status an automation had: running ones whenever they started, the rest of the last 30 days. */
+export type ExecutionCounts = Record<ExecutionRow['status'], number>;
+
+const COUNT_DAYS = 30;
+
+async function executionCounts(s: Services, accountId: string, ids: string[]): Promise<Map<string, ExecutionCounts>> {
+  const counts = new Map<string, ExecutionCounts>();
+  for (const id of ids) counts.set(id, { running: 0, completed: 0, handed_off: 0, failed: 0, cancelled: 0 });
+  if (ids.length === 0) return counts;
+  const since = new Date(s.clock.now().getTime() - COUNT_DAYS * 86_400_000);
+  const rows = await s.db
+    .selectFrom('automation_executions')
+    .select(['automation_id', 'status', (eb) => eb.fn.countAll<string>().as('n')])
+    .where('account_id', '=', accountId)
+    .where('automation_id', 'in', ids)
+    .where((eb) => eb.or([eb('status', '=', 'running'), eb('started_at', '>=', since)]))
+    .groupBy(['automation_id', 'status'])
+    .execute();
+  for (const r of rows) {
+    const c = counts.get(r.automation_id);
+    if (c) c[r.status] = Number(r.n);
+  }
+  return counts;
+}
+
+/** The operator's list: each automation with its execution counts (`executions`). */
+export async function listAutomations(s: Services, accountId: string): Promise<(AutomationView & { executions: ExecutionCounts })[]> {
+  const rows = await listAutomationRows(s.db, accountId);
+  const counts = await executionCounts(
+    s,
+    accountId,
+    rows.map((a) => a.id),
+  );
+  return rows.map((a) => ({ ...view(s, a), executions: counts.get(a.id)! }));
+}
 
 /**
  * Changes name, status, trigger, steps, number or start rate. A new trigger or new steps are validated with

@@ -3,6 +3,8 @@
 // conversation's id, a contact's id, …), or null.
 import type { JSX } from 'preact';
 import type { Role } from '../sections';
+import { AgentsPage } from './agents/index';
+import { AutomationsPage } from './automations/index';
 import { CampaignsPage } from './campaigns/page';
 import { ConfigPage } from './config/index';
 import { InboxPage } from './inbox/page';
@@ -20,4 +22,6 @@ export const pages: Readonly<Record<string, (p: PageProps) => JSX.Element>> = {
   configuracion: ({ accountId, role }) => <ConfigPage accountId={accountId} role={role} />,
   campanas: ({ accountId, role, sub }) => <CampaignsPage accountId={accountId} role={role} sub={sub} />,
   plantillas: ({ accountId, role }) => <TemplatesPage accountId={accountId} role={role} />,
+  automatizaciones: ({ accountId, sub }) => <AutomationsPage accountId={accountId} sub={sub} />,
+  agentes: ({ accountId, sub }) => <AgentsPage accountId={accountId} sub={sub} />,
 };
