@@ -63,7 +63,13 @@ describe('GET /admin/v1/accounts/{id}/pipelines/{pipelineId}/cases', () => {
     const plain = await writes(acc, phones[2]!, 'Hola', 30);
     const team = await writes(acc, phones[3]!, 'Buen día', 20);
     const moved = await writes(acc, phones[4]!, 'Quiero la mesa', 10);
-    ok(await app.admin('POST', `/accounts/${acc.id}/conversations/${team.conversationId}/messages`, { text: 'Hola, ¿en qué te ayudo?', by: { name: 'Lola' } }), 201);
+    ok(
+      await app.admin('POST', `/accounts/${acc.id}/conversations/${team.conversationId}/messages`, {
+        text: 'Hola, ¿en qué te ayudo?',
+        by: { name: 'Lola' },
+      }),
+      201,
+    );
     ok(await acc.call('POST', `/cases/${moved.caseId}/stage`, { stageId: presupuestado.id }));
     ok(await app.admin('POST', `/accounts/${acc.id}/cases/${moved.caseId}/close`));
 

@@ -14,7 +14,10 @@ const BoardQuery = z.object({
   stage: Uuid.optional().describe('Only cases in this stage (a stage id): the board loads each column on its own'),
   status: z.enum(['open', 'closed', 'all']).default('all').describe('open, closed or all (default)'),
   reason: z.string().trim().min(1).max(200).optional().describe('Only cases with this reason (its name, any case)'),
-  score: z.enum(['hot', 'warm', 'cold', 'none']).optional().describe('Score bucket: hot (≥ 70), warm (40–69), cold (< 40), none (no score)'),
+  score: z
+    .enum(['hot', 'warm', 'cold', 'none'])
+    .optional()
+    .describe('Score bucket: hot (≥ 70), warm (40–69), cold (< 40), none (no score)'),
   handledBy: z.enum(['none', 'automation', 'ai', 'human', 'mixed']).optional().describe('Who answered the case (the Case field)'),
   limit: z.coerce.number().int().min(1).max(200).default(50).describe('Page size, 1 to 200 (default 50)'),
   after: Uuid.optional().describe('The last case id of the previous page (nextCursor)'),

@@ -3,6 +3,7 @@
 // conversation's id, a contact's id, …), or null.
 import type { JSX } from 'preact';
 import type { Role } from '../sections';
+import { CasesPage } from './cases/page';
 import { ConfigPage } from './config/index';
 import { InboxPage } from './inbox/page';
 
@@ -15,5 +16,6 @@ export interface PageProps {
 
 export const pages: Readonly<Record<string, (p: PageProps) => JSX.Element>> = {
   conversaciones: ({ accountId, sub }) => <InboxPage accountId={accountId} openId={sub} />,
+  casos: ({ accountId }) => <CasesPage accountId={accountId} />,
   configuracion: ({ accountId, role }) => <ConfigPage accountId={accountId} role={role} />,
 };
