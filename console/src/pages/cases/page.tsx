@@ -63,28 +63,31 @@ export function CasesPage({ accountId }: { accountId: string }) {
   const [notice, setNotice] = useState('');
   const [error, setError] = useState('');
   const [focusCase, setFocusCase] = useState('');
-  const [winning, setWinning] = useState<{ c: BoardCase; stage: Stage } | null>(null);
+  const [winning, setWinning] = useState<{ c: BoardCase; stage: Stage; staged: boolean } | null>(null);
   const [busy, setBusy] = useState(false);
   const [winError, setWinError] = useState('');
   const [over, setOver] = useState('');
 
-  const move = async (c: BoardCase, stage: Stage, sale?: Sale): Promise<boolean> => {
+  /** Moves the card (and, with a sale, records it); `staged`: the stage move already went through. */
+  const move = async (c: BoardCase, stage: Stage, sale?: Sale, staged = false): Promise<'done' | 'staged' | 'failed'> => {
     board.place(c, stage.id);
+    let moved = staged;
     try {
-      await call('POST', `${root}/cases/${c.id}/stage`, {
-        stageId: stage.id,
-        ...(sale?.amount !== undefined ? { amount: sale.amount } : {}),
-      });
+      if (!moved) {
+        const amount = sale?.amount !== undefined ? { amount: sale.amount } : {};
+        await call('POST', `${root}/cases/${c.id}/stage`, { stageId: stage.id, ...amount });
+        moved = true;
+      }
       if (sale) await call('POST', `${root}/cases/${c.id}/outcome`, { result: 'won', ...sale });
       setError('');
       setNotice(t.moved(who(c), stage.name));
       setFocusCase(c.id);
-      return true;
+      return 'done';
     } catch (e) {
       setNotice('');
       if (sale) setWinError(messageOf(e));
       else setError(messageOf(e));
-      return false;
+      return moved ? 'staged' : 'failed';
     } finally {
       board.reload();
     }
@@ -92,7 +95,7 @@ export function CasesPage({ accountId }: { accountId: string }) {
   const pick = (c: BoardCase, stage: Stage) => {
     if (stage.kind === 'won') {
       setWinError('');
-      setWinning({ c, stage });
+      setWinning({ c, stage, staged: false });
     } else void move(c, stage);
   };
   const findCase = (id: string): BoardCase | undefined => {
@@ -228,9 +231,11 @@ export function CasesPage({ accountId }: { accountId: string }) {
           }}
           onConfirm={async (sale) => {
             setBusy(true);
-            const done = await move(winning.c, winning.stage, sale);
+            // A sale whose stage moved but whose outcome failed retries only the outcome.
+            const result = await move(winning.c, winning.stage, sale, winning.staged);
             setBusy(false);
-            if (done) setWinning(null);
+            if (result === 'done') setWinning(null);
+            else if (result === 'staged') setWinning({ ...winning, staged: true });
           }}
         />
       )}
