@@ -211,6 +211,22 @@ describe.skipIf(!haveBrowser)('Casos in chromium', () => {
     await phone.page.screenshot({ path: `${SHOTS}/cases-360.png` });
     copyFileSync(`${SHOTS}/cases-360.png`, 'docs/img/console-cases-360.png');
     await phone.page.keyboard.press('Escape');
+    // With a second pipeline, select Embudo picks the board (the default one first).
+    const soporte = await app.admin('POST', `/accounts/${acc.id}/pipelines`, {
+      name: 'Soporte',
+      stages: [
+        { name: 'Abierto', kind: 'open' },
+        { name: 'Resuelto', kind: 'won' },
+      ],
+    });
+    expect(soporte.status).toBe(201);
+    await phone.page.reload();
+    const embudo = phone.page.getByRole('combobox', { name: 'Embudo' });
+    await embudo.waitFor();
+    expect(await embudo.inputValue()).toBe(pipeline.body.id);
+    await embudo.selectOption({ label: 'Soporte' });
+    await column(phone.page, 'Resuelto').waitFor({ state: 'attached' });
+    expect(await column(phone.page, 'Nuevo').count()).toBe(0);
     expect(phone.errors).toEqual([]);
     await phone.page.close();
   }, 120_000);
