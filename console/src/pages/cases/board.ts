@@ -14,6 +14,8 @@ export interface Column {
   nextCursor: string | null;
   error: string;
   loading: boolean;
+  /** Read at least once (a live re-read keeps showing the cards and the count meanwhile). */
+  loaded: boolean;
 }
 
 const PAGE = 50;
@@ -45,6 +47,14 @@ export function useBoard(root: string, pipeline: Pipeline | null, filters: Filte
   const current = useRef(columns);
   current.current = columns;
   const generation = useRef(0);
+  /** Reads are numbered: an older read answering after a newer one is dropped. */
+  const seq = useRef(0);
+  const applied = useRef(new Map<string, number>());
+  const fresh = (stageId: string, n: number): boolean => {
+    if ((applied.current.get(stageId) ?? 0) > n) return false;
+    applied.current.set(stageId, n);
+    return true;
+  };
   const path = pipeline ? `${root}/pipelines/${pipeline.id}/cases` : '';
   const filtersKey = JSON.stringify(filters);
 
@@ -58,15 +68,30 @@ export function useBoard(root: string, pipeline: Pipeline | null, filters: Filte
     for (const stage of pipeline.stages) {
       const shown = current.current[stage.id]?.items.length ?? 0;
       const limit = Math.min(MAX, Math.max(PAGE, shown));
-      setColumn(stage.id, (c) => ({ items: [], hasMore: false, nextCursor: null, error: '', ...c, loading: true }));
+      const n = ++seq.current;
+      setColumn(stage.id, (c) => ({ items: [], hasMore: false, nextCursor: null, error: '', loaded: false, ...c, loading: true }));
       call<Page>('GET', `${path}?${query(stage.id, filters, limit)}`)
         .then((p) => {
-          if (gen !== generation.current) return;
-          setColumn(stage.id, () => ({ items: p.data, hasMore: p.hasMore, nextCursor: p.nextCursor, error: '', loading: false }));
+          if (gen !== generation.current || !fresh(stage.id, n)) return;
+          setColumn(stage.id, () => ({
+            items: p.data,
+            hasMore: p.hasMore,
+            nextCursor: p.nextCursor,
+            error: '',
+            loading: false,
+            loaded: true,
+          }));
         })
         .catch((e: unknown) => {
           if (gen !== generation.current) return;
-          setColumn(stage.id, (c) => ({ items: c?.items ?? [], hasMore: false, nextCursor: null, error: messageOf(e), loading: false }));
+          setColumn(stage.id, (c) => ({
+            items: c?.items ?? [],
+            hasMore: false,
+            nextCursor: null,
+            error: messageOf(e),
+            loading: false,
+            loaded: true,
+          }));
         });
     }
   };
@@ -101,16 +126,18 @@ export function useBoard(root: string, pipeline: Pipeline | null, filters: Filte
     const col = current.current[stageId];
     if (!col?.nextCursor) return;
     const gen = generation.current;
+    const n = ++seq.current;
     setColumn(stageId, (c) => ({ ...c!, loading: true }));
     call<Page>('GET', `${path}?${query(stageId, filters, PAGE, col.nextCursor)}`)
       .then((p) => {
-        if (gen !== generation.current) return;
+        if (gen !== generation.current || !fresh(stageId, n)) return;
         setColumn(stageId, (c) => ({
           items: [...(c?.items ?? []), ...p.data.filter((x) => !c?.items.some((y) => y.id === x.id))],
           hasMore: p.hasMore,
           nextCursor: p.nextCursor,
           error: '',
           loading: false,
+          loaded: true,
         }));
       })
       .catch((e: unknown) => gen === generation.current && setColumn(stageId, (c) => ({ ...c!, error: messageOf(e), loading: false })));

@@ -185,7 +185,7 @@ export function CasesPage({ accountId }: { accountId: string }) {
                 >
                   <h2 id={`col-${stage.id}`}>
                     {stage.name}
-                    {col && !col.loading && <span class="count">{t.count(col.items.length, col.hasMore)}</span>}
+                    {col?.loaded && <span class="count">{t.count(col.items.length, col.hasMore)}</span>}
                   </h2>
                   {/* biome-ignore lint/a11y/noRedundantRoles: list-style none drops the list role in some browsers */}
                   <ul role="list" aria-label={stage.name} class="cards">
@@ -200,7 +200,7 @@ export function CasesPage({ accountId }: { accountId: string }) {
                       />
                     ))}
                   </ul>
-                  {col && !col.loading && col.items.length === 0 && !col.error && <p class="hint">{t.emptyColumn}</p>}
+                  {col?.loaded && col.items.length === 0 && !col.error && <p class="hint">{t.emptyColumn}</p>}
                   {col?.error && <p role="alert">{col.error}</p>}
                   {col?.hasMore && (
                     <button
