@@ -230,4 +230,34 @@ describe.skipIf(!haveBrowser)('Casos in chromium', () => {
     expect(phone.errors).toEqual([]);
     await phone.page.close();
   }, 120_000);
+
+  it('a column shows 50 cases and Ver más the next page (cursor pages per column)', async () => {
+    const acc = await app.createAccount({ name: 'Vivero Flor' });
+    const member = await addMemberFor(app, acc.id, 'admin', 'Flor Admin');
+    expect((await app.admin('POST', `/accounts/${acc.id}/pipelines`, { name: 'Ventas', stages: STAGES })).status).toBe(201);
+    for (let i = 1; i <= 52; i++) {
+      const r = await app.inbound({ accountId: acc.id, from: freshPhone({ spelling: 'digits' }), text: 'Hola', name: `Cliente ${i}` });
+      expect(r.status).toBe(201);
+    }
+    const { page, errors } = await openPage(browser, 1280);
+    await loginAs(page, app.url, member);
+    await page.goto(`${app.url}/console/casos`);
+    const nuevo = column(page, 'Nuevo');
+    await nuevo.getByRole('listitem').first().waitFor();
+    expect(await nuevo.getByRole('listitem').count()).toBe(50);
+    // Newest first: the last two customers to write are on the first page, the first two are not.
+    expect(await card(page, 'Nuevo', 'Cliente 52').count()).toBe(1);
+    expect(
+      await nuevo
+        .getByRole('listitem')
+        .filter({ hasText: /^Cliente 1\b/ })
+        .count(),
+    ).toBe(0);
+    await page.getByRole('button', { name: 'Ver más' }).click();
+    await until(async () => (await nuevo.getByRole('listitem').count()) === 52);
+    await nuevo.getByRole('link', { name: 'Cliente 1', exact: true }).waitFor();
+    expect(await page.getByRole('button', { name: 'Ver más' }).count()).toBe(0);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 90_000);
 });
