@@ -1,13 +1,31 @@
 // Operator API: pipelines, case close, reason and outcome by a person (operator.md).
 import { z } from 'zod';
 import { memberBy } from '../admin/auth.js';
-import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
-import { addPipeline, listPipelines, PipelineInput } from './pipelines.js';
+import { errors, IdParams, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';
+import { addPipeline, getPipeline, listPipelines, PipelineInput } from './pipelines.js';
 import { OutcomeBody } from './routes.js';
-import { changeStage, closeManually, getCaseView, setOutcome, setReasonByPerson } from './service.js';
+import { changeStage, closeManually, getCaseView, listBoardCases, setOutcome, setReasonByPerson } from './service.js';
+import { CaseView } from './view.js';
 
 const By = z.strictObject({ id: z.string().min(1).max(255), name: z.string().min(1).max(200) }).describe('The team member');
 const CaseParams = z.object({ id: Uuid, caseId: Uuid });
+
+const BoardQuery = z.object({
+  stage: Uuid.optional().describe('Only cases in this stage (a stage id): the board loads each column on its own'),
+  status: z.enum(['open', 'closed', 'all']).default('all').describe('open, closed or all (default)'),
+  reason: z.string().trim().min(1).max(200).optional().describe('Only cases with this reason (its name, any case)'),
+  score: z
+    .enum(['hot', 'warm', 'cold', 'none'])
+    .optional()
+    .describe('Score bucket: hot (≥ 70), warm (40–69), cold (< 40), none (no score)'),
+  handledBy: z.enum(['none', 'automation', 'ai', 'human', 'mixed']).optional().describe('Who answered the case (the Case field)'),
+  limit: z.coerce.number().int().min(1).max(200).default(50).describe('Page size, 1 to 200 (default 50)'),
+  after: Uuid.optional().describe('The last case id of the previous page (nextCursor)'),
+});
+const BoardCase = CaseView.extend({
+  contact: z.object({ id: Uuid, name: z.string(), phone: z.string().nullable(), username: z.string().nullable() }),
+  lastMessageAt: Timestamp.nullable().describe("The conversation's latest message (either direction), or null"),
+}).describe('BoardCase');
 
 export const caseAdminRoutes: RoutesFn = (app, s) => {
   app.post(
@@ -24,6 +42,27 @@ export const caseAdminRoutes: RoutesFn = (app, s) => {
     { schema: { summary: "The account's pipelines", tags: ['Operator'], params: IdParams } },
     async (req) => {
       return listPipelines(s.db, req.params.id, { limit: 200 });
+    },
+  );
+
+  // The console's Casos board: one column per stage, each paged on its own (docs/operator.md).
+  app.get(
+    '/accounts/:id/pipelines/:pipelineId/cases',
+    {
+      schema: {
+        summary: "A pipeline's cases for the board, newest first, with contact and last message time (cursor pages, filters)",
+        tags: ['Operator'],
+        params: z.object({ id: Uuid, pipelineId: Uuid }),
+        querystring: BoardQuery,
+        response: {
+          200: z.object({ data: z.array(BoardCase), hasMore: z.boolean(), nextCursor: Uuid.nullable() }),
+          ...errors(400, 401, 403, 404),
+        },
+      },
+    },
+    async (req) => {
+      const p = await getPipeline(s.db, req.params.id, req.params.pipelineId);
+      return listBoardCases(s.db, p.id, req.query);
     },
   );
 

@@ -209,7 +209,64 @@ export interface CaseListQuery {
   stage?: string | undefined;
   status: 'open' | 'closed' | 'all';
   limit: number;
-  offset: number;
+  /** Offset pages (the public route). */
+  offset?: number | undefined;
+  /** Cursor pages (the console's board): the last case id of the previous page. */
+  after?: string | undefined;
+  /** The board's filters (docs/operator.md): reason name (any case), score bucket, who answered. */
+  reason?: string | undefined;
+  score?: 'hot' | 'warm' | 'cold' | 'none' | undefined;
+  handledBy?: 'none' | 'automation' | 'ai' | 'human' | 'mixed' | undefined;
+}
+
+/** A case of the board: the Case plus its contact's phone or username and the conversation's last message time. */
+export type BoardCaseRow = CaseJoined & { contact_phone: string | null; contact_username: string | null; last_message_at: Date | null };
+
+/**
+ * One page of a pipeline's cases, newest first (openedAt desc, id desc): THE listing of
+ * GET /api/v1/pipelines/{id}/cases (offset pages) and of the console's board,
+ * GET /admin/v1/accounts/{id}/pipelines/{pipelineId}/cases (cursor pages, filters, card data).
+ */
+async function pipelineCasesPage(db: Executor, pipelineId: string, q: CaseListQuery, board: boolean) {
+  // The page is cut on `cases` alone (the pipeline index walks the offset without touching
+  // other tables), then only its rows are joined with contact, pipeline and stage: joining
+  // first made PostgreSQL hash-join the whole pipeline before skipping the offset.
+  let ids = db.selectFrom('cases').select('cases.id').where('cases.pipeline_id', '=', pipelineId);
+  if (q.stage) ids = ids.where('cases.stage_id', '=', q.stage);
+  if (q.status !== 'all') ids = ids.where('cases.status', '=', q.status);
+  if (q.reason) ids = ids.where(sql<string>`lower(cases.reason)`, '=', q.reason.toLowerCase());
+  if (q.score === 'none') ids = ids.where('cases.score', 'is', null);
+  else if (q.score === 'hot') ids = ids.where('cases.score', '>=', 70);
+  else if (q.score === 'warm') ids = ids.where('cases.score', '>=', 40).where('cases.score', '<', 70);
+  else if (q.score === 'cold') ids = ids.where('cases.score', '<', 40);
+  if (q.handledBy) ids = ids.where('cases.handled_by', '=', q.handledBy);
+  // Keyset: strictly after the cursor case in the listing's order (an unknown id: nothing after it).
+  if (q.after) {
+    ids = ids.where(sql<boolean>`(cases.opened_at, cases.id) < (SELECT c2.opened_at, c2.id FROM cases c2 WHERE c2.id = ${q.after})`);
+  }
+  const pageIds = ids
+    .orderBy('cases.opened_at', 'desc')
+    .orderBy('cases.id', 'desc')
+    .limit(q.limit + 1)
+    .offset(q.offset ?? 0);
+  const rows = await casesQuery(db)
+    .$if(board, (qb) =>
+      qb.select((eb) => [
+        'contacts.phone as contact_phone',
+        'contacts.socialchat_username as contact_username',
+        eb
+          .selectFrom('messages')
+          .select((m) => m.fn.max('messages.created_at').as('at'))
+          .whereRef('messages.conversation_id', '=', 'cases.conversation_id')
+          .as('last_message_at'),
+      ]),
+    )
+    .where('cases.id', 'in', pageIds)
+    .orderBy('cases.opened_at', 'desc')
+    .orderBy('cases.id', 'desc')
+    .execute();
+  const hasMore = rows.length > q.limit;
+  return { rows: (hasMore ? rows.slice(0, q.limit) : rows) as BoardCaseRow[], hasMore };
 }
 
 /** GET /pipelines/{id}/cases: newest first (openedAt desc, id desc), offset pages. */
@@ -218,25 +275,20 @@ export async function listPipelineCases(
   pipelineId: string,
   q: CaseListQuery,
 ): Promise<{ data: CaseView[]; hasMore: boolean; nextOffset: number }> {
-  // The page is cut on `cases` alone (the pipeline index walks the offset without touching
-  // other tables), then only its rows are joined with contact, pipeline and stage: joining
-  // first made PostgreSQL hash-join the whole pipeline before skipping the offset.
-  let ids = db.selectFrom('cases').select('cases.id').where('cases.pipeline_id', '=', pipelineId);
-  if (q.stage) ids = ids.where('cases.stage_id', '=', q.stage);
-  if (q.status !== 'all') ids = ids.where('cases.status', '=', q.status);
-  const pageIds = ids
-    .orderBy('cases.opened_at', 'desc')
-    .orderBy('cases.id', 'desc')
-    .limit(q.limit + 1)
-    .offset(q.offset);
-  const rows = await casesQuery(db)
-    .where('cases.id', 'in', pageIds)
-    .orderBy('cases.opened_at', 'desc')
-    .orderBy('cases.id', 'desc')
-    .execute();
-  const hasMore = rows.length > q.limit;
-  const data = (hasMore ? rows.slice(0, q.limit) : rows).map(caseView);
-  return { data, hasMore, nextOffset: q.offset + data.length };
+  const { rows, hasMore } = await pipelineCasesPage(db, pipelineId, q, false);
+  const data = rows.map(caseView);
+  return { data, hasMore, nextOffset: (q.offset ?? 0) + data.length };
+}
+
+/** The console's board (GET /admin/v1/accounts/{id}/pipelines/{pipelineId}/cases): cursor pages of cards. */
+export async function listBoardCases(db: Executor, pipelineId: string, q: CaseListQuery) {
+  const { rows, hasMore } = await pipelineCasesPage(db, pipelineId, q, true);
+  const data = rows.map((r) => ({
+    ...caseView(r),
+    contact: { id: r.contact_id, name: r.contact_name ?? '', phone: r.contact_phone, username: r.contact_username },
+    lastMessageAt: r.last_message_at ? new Date(r.last_message_at).toISOString() : null,
+  }));
+  return { data, hasMore, nextCursor: hasMore ? (data.at(-1)?.id ?? null) : null };
 }
 
 /** What the classifier decided for a case (src/classification/worker.ts). */

@@ -6,6 +6,7 @@ import type { Role } from '../sections';
 import { AgentsPage } from './agents/index';
 import { AutomationsPage } from './automations/index';
 import { CampaignsPage } from './campaigns/page';
+import { CasesPage } from './cases/page';
 import { ConfigPage } from './config/index';
 import { InboxPage } from './inbox/page';
 import { TemplatesPage } from './templates/page';
@@ -19,6 +20,7 @@ export interface PageProps {
 
 export const pages: Readonly<Record<string, (p: PageProps) => JSX.Element>> = {
   conversaciones: ({ accountId, sub }) => <InboxPage accountId={accountId} openId={sub} />,
+  casos: ({ accountId }) => <CasesPage accountId={accountId} />,
   configuracion: ({ accountId, role }) => <ConfigPage accountId={accountId} role={role} />,
   campanas: ({ accountId, role, sub }) => <CampaignsPage accountId={accountId} role={role} sub={sub} />,
   plantillas: ({ accountId, role }) => <TemplatesPage accountId={accountId} role={role} />,

@@ -4,6 +4,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, call } from '../../api/client';
 import { texts } from '../../texts';
+import { WonForm } from '../../ui/won-form';
 import { inboxTexts as t } from './texts';
 
 interface Stage {
@@ -39,8 +40,6 @@ export function CasePanel({ accountId, caseId, onChanged }: { accountId: string;
   const [error, setError] = useState('');
   const [notice, setNotice] = useState('');
   const [winning, setWinning] = useState(false);
-  const [amount, setAmount] = useState('');
-  const [currency, setCurrency] = useState('ARS');
 
   useEffect(() => {
     Promise.all([
@@ -131,28 +130,7 @@ export function CasePanel({ accountId, caseId, onChanged }: { accountId: string;
           </button>
         </div>
       )}
-      {winning && (
-        <form
-          class="won-form"
-          onSubmit={(e) => {
-            e.preventDefault();
-            const n = Number(amount.replace(',', '.'));
-            act('outcome', { result: 'won', ...(amount.trim() && Number.isFinite(n) ? { amount: n } : {}), currency }, t.wonSaved);
-          }}
-        >
-          <div class="field">
-            <label for="case-amount">{t.amount}</label>
-            <input id="case-amount" inputMode="decimal" value={amount} onInput={(e) => setAmount((e.target as HTMLInputElement).value)} />
-          </div>
-          <div class="field">
-            <label for="case-currency">{t.currency}</label>
-            <input id="case-currency" maxLength={3} value={currency} onInput={(e) => setCurrency((e.target as HTMLInputElement).value)} />
-          </div>
-          <div class="actions">
-            <button type="submit">{t.confirm}</button>
-          </div>
-        </form>
-      )}
+      {winning && <WonForm idPrefix="case" onConfirm={(sale) => act('outcome', { result: 'won', ...sale }, t.wonSaved)} />}
       {c.outcome && <p class="hint">{c.outcome === 'won' ? t.outcomeWon : t.outcomeLost}</p>}
       {error && (
         <p role="alert" class="field-error">
