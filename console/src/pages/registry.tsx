@@ -15,5 +15,5 @@ export interface PageProps {
 
 export const pages: Readonly<Record<string, (p: PageProps) => JSX.Element>> = {
   conversaciones: ({ accountId, sub }) => <InboxPage accountId={accountId} openId={sub} />,
-  configuracion: ({ accountId, role }) => <ConfigPage accountId={accountId} role={role} />,
+  configuracion: ({ accountId, role, memberId }) => <ConfigPage accountId={accountId} role={role} memberId={memberId} />,
 };
