@@ -299,7 +299,13 @@ describe.skipIf(!haveBrowser)('Configuración → Números, Instagram, Apps de I
     expect(cells[0]).toBe(`${connected.prefix}…`);
     expect(cells[2]).toMatch(/\d/);
     await rowOf(table, 'Asistente sin uso').getByText('sin envíos recientes').waitFor();
-    await shot(page, 'console-settings-apps-1280', 'Apps de IA');
+    await shot(page, 'console-settings-apps-1280', 'Instagram');
+    const narrow = await openConfig(adminM, 360);
+    await section(narrow.page, 'Apps de IA').getByRole('table', { name: 'Apps de IA' }).waitFor();
+    expect(await noHorizontalScroll(narrow.page)).toBe(true);
+    await shot(narrow.page, 'console-settings-apps-360', 'Apps de IA');
+    expect(narrow.errors).toEqual([]);
+    await narrow.context.close();
 
     const tools = { jsonrpc: '2.0', id: 2, method: 'tools/list' };
     expect((await mcp(connected.token, tools)).status).toBe(200);
