@@ -11,8 +11,9 @@ type Rule = readonly [Methods, string, Role];
 export const ROLE_RULES: readonly Rule[] = [
   // The account itself: name, plan, usage (reading only; plan and limits are the operator's).
   ['GET', '', 'agent'],
-  // Members: owners only.
-  ['*', '/members/**', 'owner'],
+  // Members: admins and owners; only an owner touches an owner or names one (members/service.ts,
+  // decisions.md "Admins manage members, not owners").
+  ['*', '/members/**', 'admin'],
   // The inbox: conversations (replies, notes), contacts, cases' stage, reason, outcome and close.
   ['*', '/conversations/**', 'agent'],
   ['*', '/contacts/**', 'agent'],

@@ -81,6 +81,10 @@ export const catalogue = {
     text: 'Falta el encabezado X-Chasqui-CSRF o no coincide con tu sesión. Recargá la página y probá de nuevo.',
   },
   role_forbidden: { status: 403, text: 'Tu rol en la cuenta no te permite hacer esto. Pedíselo a un dueño o administrador.' },
+  owner_only: {
+    status: 403,
+    text: 'Solo un dueño de la cuenta puede cambiar, desactivar o quitar a un dueño, o nombrar a alguien dueño. Pedíselo a un dueño.',
+  },
   contact_not_found: { status: 404, text: 'No encontramos ese contacto en tu cuenta.' },
   template_not_found: { status: 404, text: 'No encontramos esa plantilla en tu cuenta: puede que la hayan borrado. Revisá el id.' },
   message_not_found: { status: 404, text: 'No encontramos ese mensaje en tu cuenta. Revisá el id.' },

@@ -39,10 +39,20 @@ export const aiAppAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/ai-apps',
     {
       schema: {
-        summary: 'The connected AI apps (no tokens)',
+        summary: 'The connected AI apps (no tokens), with the last message each sent',
         tags,
         params: IdParams,
-        response: { 200: z.object({ data: z.array(AppView) }) },
+        response: {
+          200: z.object({
+            data: z.array(
+              AppView.extend({
+                lastSentAt: Timestamp.nullable().describe(
+                  "The newest message the app sent among the account's latest 5,000 messages (null: none there); reads are not recorded",
+                ),
+              }),
+            ),
+          }),
+        },
       },
     },
     async (req) => {

@@ -29,6 +29,14 @@ export interface AppView {
   createdAt: string;
 }
 
+/** A connected app as listed: with the last message it sent (what the server records of its use). */
+interface ListedApp extends AppView {
+  lastSentAt: string | null;
+}
+
+/** How far back (the account's latest messages) the list looks for an app's last send. */
+const LAST_SENT_WINDOW = 5000;
+
 const appView = (r: { id: string; name: string; prefix: string; created_at: Date }): AppView => ({
   id: r.id,
   name: r.name,
@@ -88,8 +96,13 @@ async function connectedCount(db: Executor, accountId: string): Promise<number> 
   return n;
 }
 
-/** The account's connected apps, oldest first (no tokens). */
-export async function listApps(db: Executor, accountId: string): Promise<AppView[]> {
+/**
+ * The account's connected apps, oldest first (no tokens), each with `lastSentAt`: the newest
+ * message it sent (messages.sent_by) among the account's latest LAST_SENT_WINDOW messages — one
+ * bounded read on the (account_id, id) index. Reads through MCP are not recorded anywhere, so
+ * this is the last use the server can tell; null: no send in that window.
+ */
+export async function listApps(db: Executor, accountId: string): Promise<ListedApp[]> {
   const rows = await db
     .selectFrom('ai_apps')
     .selectAll()
@@ -98,7 +111,16 @@ export async function listApps(db: Executor, accountId: string): Promise<AppView
     .orderBy('created_at')
     .orderBy('id')
     .execute();
-  return rows.map(appView);
+  if (rows.length === 0) return [];
+  const sends = await sql<{ app_id: string; at: Date | string }>`
+    SELECT recent.sent_by->>'id' AS app_id, max(recent.created_at) AS at
+    FROM (
+      SELECT sent_by, created_at FROM messages WHERE account_id = ${accountId} ORDER BY id DESC LIMIT ${LAST_SENT_WINDOW}
+    ) recent
+    WHERE recent.sent_by->>'type' = 'ai_app'
+    GROUP BY 1`.execute(db);
+  const last = new Map(sends.rows.map((r) => [r.app_id, new Date(r.at).toISOString()]));
+  return rows.map((r) => ({ ...appView(r), lastSentAt: last.get(r.id) ?? null }));
 }
 
 /** Disconnects an app: its token answers 401 from the next request on (404: not a connected app of the account). */

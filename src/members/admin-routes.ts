@@ -1,14 +1,19 @@
 // Operator API: members of an account (operator.md "Members"; docs/console.md). Through a console
-// session only an owner reaches these routes (console/roles.ts).
+// session owners and admins reach these routes (console/roles.ts); the service refuses an admin
+// who touches an owner or names one (403 owner_only).
+import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { errors, IdParams, NoBody, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';
-import { addMember, getMember, listMembers, memberView, ROLES, removeMember, updateMember } from './service.js';
+import { type Actor, addMember, getMember, listMembers, memberView, ROLES, removeMember, updateMember } from './service.js';
 
 const tags = ['Operator: members'];
 const MemberParams = z.object({ id: Uuid, memberId: Uuid });
-const Role = z.enum(ROLES).describe('owner (everything) | admin (everything but members) | agent (the inbox)');
+const Role = z.enum(ROLES).describe('owner (everything) | admin (everything; members but not owners) | agent (the inbox)');
 const Name = z.string().trim().min(1).max(200);
 export const Password = z.string().min(12).max(256).describe('12 to 256 characters');
+
+/** Who acts: the operator token (null) or the session's member's role. */
+const actorOf = (req: FastifyRequest): Actor => req.session?.member.role ?? null;
 
 const MemberView = z.object({
   id: Uuid,
@@ -34,11 +39,11 @@ export const memberAdminRoutes: RoutesFn = (app, s) => {
             member: MemberView,
             inviteUrl: z.string().nullable().describe('{PUBLIC_URL}/console/invite/<token>: one use, 7 days; null with a password'),
           }),
-          ...errors(400, 404, 409),
+          ...errors(400, 403, 404, 409),
         },
       },
     },
-    async (req, reply) => reply.code(201).send(await addMember(s, req.account, req.body)),
+    async (req, reply) => reply.code(201).send(await addMember(s, req.account, req.body, actorOf(req))),
   );
 
   app.get(
@@ -64,23 +69,28 @@ export const memberAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/members/:memberId',
     {
       schema: {
-        summary: 'Change a member (disabling ends their sessions at once; the last active owner stays)',
+        summary: 'Change a member (disabling ends their sessions at once; the last active owner stays; an admin leaves owners alone)',
         tags,
         params: MemberParams,
         body: z.strictObject({ name: Name.optional(), role: Role.optional(), status: z.enum(['active', 'disabled']).optional() }),
-        response: { 200: MemberView, ...errors(400, 404, 409) },
+        response: { 200: MemberView, ...errors(400, 403, 404, 409) },
       },
     },
-    async (req) => updateMember(s, req.account.id, req.params.memberId, req.body),
+    async (req) => updateMember(s, req.account.id, req.params.memberId, req.body, actorOf(req)),
   );
 
   app.delete(
     '/accounts/:id/members/:memberId',
     {
-      schema: { summary: 'Remove a member (the last active owner stays)', tags, params: MemberParams, body: NoBody },
+      schema: {
+        summary: 'Remove a member (the last active owner stays; an admin leaves owners alone)',
+        tags,
+        params: MemberParams,
+        body: NoBody,
+      },
     },
     async (req, reply) => {
-      await removeMember(s, req.account.id, req.params.memberId);
+      await removeMember(s, req.account.id, req.params.memberId, actorOf(req));
       return reply.code(204).send();
     },
   );

@@ -1,6 +1,8 @@
 // Members of an account (docs/console.md "Members"): add with a password or a one-use invite,
 // list, change name/role/status, remove. An account always keeps an active owner; disabling or
-// removing a member ends their sessions at once (their rows go with them).
+// removing a member ends their sessions at once (their rows go with them). Who acts matters: the
+// operator and owners manage everyone; an admin manages members but never an owner, nor names one
+// (403 owner_only; decisions.md "Admins manage members, not owners").
 import { createHash, randomBytes } from 'node:crypto';
 import type { Executor } from '../db/index.js';
 import type { AccountRow, MemberRow } from '../db/types.js';
@@ -28,6 +30,15 @@ export const memberView = (m: MemberRow) => ({
 });
 export type MemberView = ReturnType<typeof memberView>;
 
+/** Who changes the members: the operator (null) or a member's role through a console session. */
+export type Actor = Role | null;
+
+/** An admin neither touches an owner nor makes anyone one; the operator and owners do both. */
+function mayManage(actor: Actor, target: Role | null, newRole: Role | undefined): void {
+  if (actor === null || actor === 'owner') return;
+  if (target === 'owner' || newRole === 'owner') throw new ApiError('owner_only');
+}
+
 const isUniqueViolation = (err: unknown): boolean => (err as { code?: string } | null)?.code === '23505';
 
 /** A new invite link for the member; only the token's sha256 is stored. */
@@ -47,7 +58,13 @@ export interface NewMember {
   password?: string | undefined;
 }
 
-export async function addMember(s: Services, account: AccountRow, m: NewMember): Promise<{ member: MemberView; inviteUrl: string | null }> {
+export async function addMember(
+  s: Services,
+  account: AccountRow,
+  m: NewMember,
+  actor: Actor = null,
+): Promise<{ member: MemberView; inviteUrl: string | null }> {
+  mayManage(actor, null, m.role);
   const email = m.email.trim().toLowerCase();
   const passwordHash = m.password === undefined ? null : await hashPassword(m.password);
   try {
@@ -105,12 +122,20 @@ export interface MemberChange {
   status?: 'active' | 'disabled' | undefined;
 }
 
-export async function updateMember(s: Services, accountId: string, memberId: string, c: MemberChange): Promise<MemberView> {
+export async function updateMember(
+  s: Services,
+  accountId: string,
+  memberId: string,
+  c: MemberChange,
+  actor: Actor = null,
+): Promise<MemberView> {
   return s.db.transaction().execute(async (trx) => {
     await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().execute();
     const m = await getMember(trx, accountId, memberId);
-    // An invited member becomes active by choosing a password (the invite), not by the operator.
-    const status = c.status === 'active' && m.status === 'invited' ? 'invited' : (c.status ?? m.status);
+    mayManage(actor, m.role, c.role);
+    // A member without a password becomes active by choosing one (the invite), not by the operator:
+    // activating an invited member, or a disabled one who never chose a password, leaves it invited.
+    const status = c.status === 'active' && m.password_hash === null ? 'invited' : (c.status ?? m.status);
     const role = c.role ?? m.role;
     await keepAnOwner(trx, accountId, m, { role, status });
     const row = await trx
@@ -124,10 +149,11 @@ export async function updateMember(s: Services, accountId: string, memberId: str
   });
 }
 
-export async function removeMember(s: Services, accountId: string, memberId: string): Promise<void> {
+export async function removeMember(s: Services, accountId: string, memberId: string, actor: Actor = null): Promise<void> {
   await s.db.transaction().execute(async (trx) => {
     await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().execute();
     const m = await getMember(trx, accountId, memberId);
+    mayManage(actor, m.role, undefined);
     await keepAnOwner(trx, accountId, m, null);
     // Invites and sessions go with the row (ON DELETE CASCADE).
     await trx.deleteFrom('members').where('id', '=', m.id).execute();

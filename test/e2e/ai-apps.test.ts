@@ -28,7 +28,7 @@ describe('"POST /admin/v1/accounts/{id}/ai-apps {name} → 201 {id, name, token,
     expect(stored.token_hash).not.toContain(r.body.token.slice(8));
     const list = await app.admin('GET', `/accounts/${acct.id}/ai-apps`);
     expect(list.body.data).toEqual([
-      { id: r.body.id, name: 'Claude de Ana', prefix: r.body.token.slice(0, 12), createdAt: r.body.createdAt },
+      { id: r.body.id, name: 'Claude de Ana', prefix: r.body.token.slice(0, 12), createdAt: r.body.createdAt, lastSentAt: null },
     ]);
     app.clock.advance(3_000);
     expect((await acct.call('GET', '/me')).body.usage.aiApps).toBe(1);

@@ -190,11 +190,13 @@ describe('"only what their role allows (403 with a Spanish text otherwise)"', ()
     expect((await agent.call('POST', `/accounts/${acc.id}/templates`, {})).status).toBe(403);
   });
 
-  it("an admin does everything but members; the account's plan and limits stay the operator's", async () => {
+  it("an admin does everything, members too but no owner (members.test.ts); the account's plan and limits stay the operator's", async () => {
     const acc = await app.createAccount();
+    const owner = await addMember(app, acc.id, 'owner');
     const admin = await signIn(app, await addMember(app, acc.id, 'admin'));
     expect((await admin.call('GET', `/accounts/${acc.id}/keys`)).status).toBe(200);
-    expect((await admin.call('GET', `/accounts/${acc.id}/members`)).status).toBe(403);
+    expect((await admin.call('GET', `/accounts/${acc.id}/members`)).status).toBe(200);
+    expect((await admin.call('DELETE', `/accounts/${acc.id}/members/${owner.id}`)).status).toBe(403);
     expect((await admin.call('PATCH', `/accounts/${acc.id}`, { plan: 'enterprise' })).status).toBe(403);
   });
 });

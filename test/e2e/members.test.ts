@@ -146,3 +146,76 @@ describe('"without, invited, and inviteUrl ({PUBLIC_URL}/console/invite/<token>,
     expect((await request(`${app.url}/console/api/invites/${token}`, 'POST', { password: PASSWORD })).status).toBe(404);
   });
 });
+
+describe('"Owners and admins do the same from the console (admins cannot touch owners)"', () => {
+  const ownerOnly = { status: 403, body: { error: textFor('owner_only'), cause: null } };
+
+  it('an admin invites, re-roles, disables and removes members, but never changes, disables or removes an owner nor names one (403 owner_only); nothing changed', async () => {
+    const acc = await app.createAccount();
+    const owner = await addMember(app, acc.id, 'owner');
+    const admin = await signIn(app, await addMember(app, acc.id, 'admin'));
+    const invitedOwner = (await app.admin('POST', `/accounts/${acc.id}/members`, { email: freshEmail('duena'), role: 'owner' })).body
+      .member;
+    const base = `/accounts/${acc.id}/members`;
+
+    expect((await admin.call('GET', base)).body.data).toHaveLength(3);
+    const made = await admin.call('POST', base, { email: freshEmail('nuevo'), name: 'Nuevo', role: 'agent' });
+    expect(made.status).toBe(201);
+    expect(made.body.inviteUrl).toMatch(/\/console\/invite\//);
+    const agentId = made.body.member.id as string;
+    expect((await admin.call('PATCH', `${base}/${agentId}`, { role: 'admin' })).body.role).toBe('admin');
+    expect((await admin.call('PATCH', `${base}/${agentId}`, { status: 'disabled' })).body.status).toBe('disabled');
+
+    const refused: [string, string, unknown][] = [
+      ['POST', base, { email: freshEmail('jefa'), role: 'owner' }],
+      ['PATCH', `${base}/${agentId}`, { role: 'owner' }],
+      ['PATCH', `${base}/${owner.id}`, { name: 'Otro nombre' }],
+      ['PATCH', `${base}/${owner.id}`, { role: 'agent' }],
+      ['PATCH', `${base}/${owner.id}`, { status: 'disabled' }],
+      ['DELETE', `${base}/${owner.id}`, undefined],
+      ['PATCH', `${base}/${invitedOwner.id}`, { role: 'admin' }],
+      ['DELETE', `${base}/${invitedOwner.id}`, undefined],
+    ];
+    for (const [method, path, body] of refused) {
+      const res = await admin.call(method, path, body);
+      expect({ call: `${method} ${path}`, status: res.status, body: res.body }).toEqual({ call: `${method} ${path}`, ...ownerOnly });
+    }
+    const after = (await app.admin('GET', base)).body.data as { id: string; name: string; role: string; status: string }[];
+    expect(after.map((m) => [m.role, m.status])).toEqual([
+      ['owner', 'active'],
+      ['admin', 'active'],
+      ['owner', 'invited'],
+      ['admin', 'disabled'],
+    ]);
+    expect(after[0]?.name).toBe('Persona owner');
+    expect((await admin.call('DELETE', `${base}/${agentId}`)).status).toBe(204);
+  });
+
+  it('an owner does it all through the session (names an owner, demotes one); the last active owner still answers 409; the operator token is unaffected', async () => {
+    const acc = await app.createAccount();
+    const ownerM = await addMember(app, acc.id, 'owner');
+    const owner = await signIn(app, ownerM);
+    const other = await addMember(app, acc.id, 'admin');
+    const base = `/accounts/${acc.id}/members`;
+    const last = await owner.call('PATCH', `${base}/${ownerM.id}`, { role: 'admin' });
+    expect({ status: last.status, body: last.body }).toEqual({ status: 409, body: { error: textFor('last_owner'), cause: null } });
+    expect((await owner.call('PATCH', `${base}/${other.id}`, { role: 'owner' })).body.role).toBe('owner');
+    expect((await owner.call('PATCH', `${base}/${other.id}`, { role: 'agent' })).body.role).toBe('agent');
+    expect((await owner.call('POST', base, { email: freshEmail('socia'), role: 'owner' })).status).toBe(201);
+    // The operator token names and changes owners as before.
+    expect((await app.admin('PATCH', `${base}/${other.id}`, { role: 'owner' })).body.role).toBe('owner');
+    expect((await app.admin('PATCH', `${base}/${other.id}`, { role: 'admin' })).body.role).toBe('admin');
+  });
+
+  it('"an agent" still gets 403 role_forbidden on members; activating a disabled member who never chose a password leaves them invited', async () => {
+    const acc = await app.createAccount();
+    await addMember(app, acc.id, 'owner');
+    const agent = await signIn(app, await addMember(app, acc.id, 'agent'));
+    const res = await agent.call('GET', `/accounts/${acc.id}/members`);
+    expect({ status: res.status, body: res.body }).toEqual({ status: 403, body: { error: textFor('role_forbidden'), cause: null } });
+    const made = (await app.admin('POST', `/accounts/${acc.id}/members`, { email: freshEmail('sin-clave'), role: 'agent' })).body.member;
+    const path = `/accounts/${acc.id}/members/${made.id}`;
+    expect((await app.admin('PATCH', path, { status: 'disabled' })).body.status).toBe('disabled');
+    expect((await app.admin('PATCH', path, { status: 'active' })).body.status).toBe('invited');
+  });
+});

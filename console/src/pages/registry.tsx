@@ -21,7 +21,7 @@ export interface PageProps {
 export const pages: Readonly<Record<string, (p: PageProps) => JSX.Element>> = {
   conversaciones: ({ accountId, sub }) => <InboxPage accountId={accountId} openId={sub} />,
   casos: ({ accountId }) => <CasesPage accountId={accountId} />,
-  configuracion: ({ accountId, role }) => <ConfigPage accountId={accountId} role={role} />,
+  configuracion: ({ accountId, role, memberId }) => <ConfigPage accountId={accountId} role={role} memberId={memberId} />,
   campanas: ({ accountId, role, sub }) => <CampaignsPage accountId={accountId} role={role} sub={sub} />,
   plantillas: ({ accountId, role }) => <TemplatesPage accountId={accountId} role={role} />,
   automatizaciones: ({ accountId, sub }) => <AutomationsPage accountId={accountId} sub={sub} />,

@@ -1,19 +1,22 @@
 // Configuración (console.md "Pages"): Claves de API, Webhooks, Números, Instagram, Apps de IA,
-// Miembros (owners) and Uso y plan, over the operator account routes with the session. A role
-// the server answers 403 to sees only a plain "no permiso" text.
+// Miembros and Uso y plan, over the operator account routes with the session. A role the server
+// answers 403 to sees only a plain "no permiso" text.
 import { useRef, useState } from 'preact/hooks';
 import { useFocusOnChange } from '../../focus';
 import type { Role } from '../../sections';
 import { texts } from '../../texts';
+import { AiAppsSection } from './ai-apps';
+import { InstagramSection } from './instagram';
 import { KeysSection } from './keys';
-import { AiAppsSection, InstagramSection, MembersSection, NumbersSection } from './lists';
 import { useLoad } from './load';
+import { MembersSection } from './members';
+import { NumbersSection } from './numbers';
 import { configTexts as t } from './texts';
 import { type AccountView, UsageSection } from './usage';
 import { WebhooksSection } from './webhooks';
 import './config.css';
 
-export function ConfigPage({ accountId, role }: { accountId: string; role: Role }) {
+export function ConfigPage({ accountId, role, memberId }: { accountId: string; role: Role; memberId: string }) {
   const heading = useRef<HTMLHeadingElement>(null);
   useFocusOnChange(heading, 'configuracion');
   const [denied, setDenied] = useState(role === 'agent');
@@ -48,17 +51,10 @@ export function ConfigPage({ accountId, role }: { accountId: string; role: Role 
       {title}
       <KeysSection base={base} onDenied={onDenied} onChange={onChange} />
       <WebhooksSection base={base} onDenied={onDenied} onChange={onChange} />
-      <NumbersSection numbers={account.data?.phoneNumbers ?? null} />
+      <NumbersSection base={base} onDenied={onDenied} onChange={onChange} />
       <InstagramSection base={base} onDenied={onDenied} />
-      <AiAppsSection base={base} onDenied={onDenied} />
-      {role === 'owner' ? (
-        <MembersSection base={base} onDenied={onDenied} />
-      ) : (
-        <section aria-labelledby="miembros">
-          <h2 id="miembros">Miembros</h2>
-          <p class="hint">{t.ownersOnly}</p>
-        </section>
-      )}
+      <AiAppsSection base={base} onDenied={onDenied} onChange={onChange} />
+      <MembersSection base={base} role={role} memberId={memberId} onDenied={onDenied} />
       <UsageSection account={account.error ? null : account.data} counts={counts} />
       {account.error && (
         <p role="alert" class="form-error">
