@@ -3,7 +3,6 @@
 // `Mover a…` (its stage read back through the PUBLIC API), a move to a `won` stage asks Monto
 // (Moneda ARS) then Confirmar (an outcome with the amount), a card dragged to another column, and
 // the filters narrow the board. In chromium, by role and accessible name.
-import { copyFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMemberFor, haveBrowser, launchBrowser, loginAs, openPage, SHOTS } from '../console.js';
@@ -127,7 +126,6 @@ describe.skipIf(!haveBrowser)('Casos in chromium', () => {
     expect(await dialog.getByRole('textbox', { name: 'Moneda' }).inputValue()).toBe('ARS');
     await dialog.getByRole('textbox', { name: 'Monto' }).fill('250.000');
     await page.screenshot({ path: `${SHOTS}/cases-won-1280.png` });
-    copyFileSync(`${SHOTS}/cases-won-1280.png`, 'docs/img/console-cases-won-1280.png');
     await dialog.getByRole('button', { name: 'Confirmar' }).click();
     await dialog.waitFor({ state: 'detached' });
     await card(page, 'Vendido', 'Beto Sillas').waitFor();
@@ -167,7 +165,6 @@ describe.skipIf(!haveBrowser)('Casos in chromium', () => {
     expect(carlaCase).toMatchObject({ status: 'closed', closeReason: 'stage' });
 
     await page.screenshot({ path: `${SHOTS}/cases-1280.png` });
-    copyFileSync(`${SHOTS}/cases-1280.png`, 'docs/img/console-cases-1280.png');
 
     // Filters: Estado Abiertos leaves only Ana (the won and lost cases closed) …
     await page.getByRole('combobox', { name: 'Estado' }).selectOption({ label: 'Abiertos' });
@@ -209,7 +206,6 @@ describe.skipIf(!haveBrowser)('Casos in chromium', () => {
     await card(phone.page, 'Nuevo', 'Ana Mesa').getByRole('button', { name: 'Mover a…' }).click();
     await phone.page.getByRole('menu').waitFor();
     await phone.page.screenshot({ path: `${SHOTS}/cases-360.png` });
-    copyFileSync(`${SHOTS}/cases-360.png`, 'docs/img/console-cases-360.png');
     await phone.page.keyboard.press('Escape');
     // With a second pipeline, select Embudo picks the board (the default one first).
     const soporte = await app.admin('POST', `/accounts/${acc.id}/pipelines`, {
