@@ -631,6 +631,7 @@ export interface AiAppsTable {
   prefix: string;
   created_at: TsDefault;
   revoked_at: Ts | null;
+  last_used_at: Ts | null;
 }
 
 export interface ReasonKeywords {

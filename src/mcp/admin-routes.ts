@@ -11,6 +11,7 @@ const AppView = z.object({
   name: z.string(),
   prefix: z.string().describe('The token’s first characters (etk_app_ + 4), to tell tokens apart'),
   createdAt: Timestamp,
+  lastUsedAt: Timestamp.nullable().describe('When it last called /mcp (to the minute); null: never'),
 });
 
 export const aiAppAdminRoutes: RoutesFn = (app, s) => {
@@ -39,20 +40,10 @@ export const aiAppAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/ai-apps',
     {
       schema: {
-        summary: 'The connected AI apps (no tokens), with the last message each sent',
+        summary: 'The connected AI apps (no tokens), with when each last called /mcp',
         tags,
         params: IdParams,
-        response: {
-          200: z.object({
-            data: z.array(
-              AppView.extend({
-                lastSentAt: Timestamp.nullable().describe(
-                  "The newest message the app sent among the account's latest 5,000 messages (null: none there); reads are not recorded",
-                ),
-              }),
-            ),
-          }),
-        },
+        response: { 200: z.object({ data: z.array(AppView) }) },
       },
     },
     async (req) => {

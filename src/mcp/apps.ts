@@ -27,21 +27,16 @@ export interface AppView {
   /** The token's first characters (etk_app_ + 4), to tell tokens apart. */
   prefix: string;
   createdAt: string;
+  /** When it last called /mcp (to the minute), or null: never. */
+  lastUsedAt: string | null;
 }
 
-/** A connected app as listed: with the last message it sent (what the server records of its use). */
-interface ListedApp extends AppView {
-  lastSentAt: string | null;
-}
-
-/** How far back (the account's latest messages) the list looks for an app's last send. */
-const LAST_SENT_WINDOW = 5000;
-
-const appView = (r: { id: string; name: string; prefix: string; created_at: Date }): AppView => ({
+const appView = (r: { id: string; name: string; prefix: string; created_at: Date; last_used_at: Date | null }): AppView => ({
   id: r.id,
   name: r.name,
   prefix: r.prefix,
   createdAt: r.created_at.toISOString(),
+  lastUsedAt: r.last_used_at?.toISOString() ?? null,
 });
 
 /** Connects an app; at the plan's maximum of connected apps answers 402 (api.md §8). */
@@ -96,13 +91,8 @@ async function connectedCount(db: Executor, accountId: string): Promise<number> 
   return n;
 }
 
-/**
- * The account's connected apps, oldest first (no tokens), each with `lastSentAt`: the newest
- * message it sent (messages.sent_by) among the account's latest LAST_SENT_WINDOW messages — one
- * bounded read on the (account_id, id) index. Reads through MCP are not recorded anywhere, so
- * this is the last use the server can tell; null: no send in that window.
- */
-export async function listApps(db: Executor, accountId: string): Promise<ListedApp[]> {
+/** The account's connected apps, oldest first (no tokens), with when each last called /mcp. */
+export async function listApps(db: Executor, accountId: string): Promise<AppView[]> {
   const rows = await db
     .selectFrom('ai_apps')
     .selectAll()
@@ -111,16 +101,29 @@ export async function listApps(db: Executor, accountId: string): Promise<ListedA
     .orderBy('created_at')
     .orderBy('id')
     .execute();
-  if (rows.length === 0) return [];
-  const sends = await sql<{ app_id: string; at: Date | string }>`
-    SELECT recent.sent_by->>'id' AS app_id, max(recent.created_at) AS at
-    FROM (
-      SELECT sent_by, created_at FROM messages WHERE account_id = ${accountId} ORDER BY id DESC LIMIT ${LAST_SENT_WINDOW}
-    ) recent
-    WHERE recent.sent_by->>'type' = 'ai_app'
-    GROUP BY 1`.execute(db);
-  const last = new Map(sends.rows.map((r) => [r.app_id, new Date(r.at).toISOString()]));
-  return rows.map((r) => ({ ...appView(r), lastSentAt: last.get(r.id) ?? null }));
+  return rows.map(appView);
+}
+
+/** How often an app's last use is written (per app and process). */
+const USE_WRITE_MS = 60_000;
+
+/**
+ * Records that an app called /mcp, at most once a USE_WRITE_MS per app in this process, without
+ * holding the request: the write is not awaited and a failure is only logged.
+ */
+export function appUseRecorder(s: Services): (appId: string) => void {
+  const written = new Map<string, number>();
+  return (appId) => {
+    const now = s.clock.ms();
+    if (now - (written.get(appId) ?? Number.NEGATIVE_INFINITY) < USE_WRITE_MS) return;
+    written.set(appId, now);
+    s.db
+      .updateTable('ai_apps')
+      .set({ last_used_at: s.clock.now() })
+      .where('id', '=', appId)
+      .execute()
+      .catch((err) => s.log.warn({ err: { message: (err as Error)?.message }, appId }, 'AI app use not recorded'));
+  };
 }
 
 /** Disconnects an app: its token answers 401 from the next request on (404: not a connected app of the account). */

@@ -14,7 +14,7 @@ import type { Door } from '../http/guards.js';
 import { textFor } from '../http/messages.es-AR.js';
 import { bearer } from '../keys/token-cache.js';
 import type { Services } from '../services.js';
-import { type AppPrincipal, mcpChallenge } from './apps.js';
+import { type AppPrincipal, appUseRecorder, mcpChallenge } from './apps.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -65,42 +65,46 @@ function isJsonRpcMessage(m: unknown): boolean {
 const isJsonRpcBody = (body: unknown): boolean =>
   Array.isArray(body) ? body.length > 0 && body.every(isJsonRpcMessage) : isJsonRpcMessage(body);
 
-export const mcpDoor = (s: Services): Door<AppPrincipal> => ({
-  credential: 'app_token',
-  cached: (req) => s.apps.cached(req.headers.authorization),
-  lookup: (req) => s.apps.authenticate(bearer(req.headers.authorization)),
-  unknown(req) {
-    // An API key where an app token belongs: say which credential /mcp takes.
-    const key = req.headers.authorization?.includes('etk_live_') ?? false;
-    return new ApiError(key ? 'mcp_api_key' : 'mcp_unauthorized', { headers: { 'WWW-Authenticate': mcpChallenge(s) } });
-  },
-  blocked: () => new JsonRpcHttpError(429, SERVER_ERROR, textFor('ip_blocked'), null, { 'Retry-After': '60' }),
-  // MCP is on every plan and tool calls are not API calls: no plan, request cap or quota here.
-  admit(req, _reply, principal) {
-    req.mcp = principal;
-    // The transport's own 406 speaks English: the same rule, answered in Spanish first.
-    const accept = req.headers.accept ?? '';
-    if (!accept.includes('application/json') || !accept.includes('text/event-stream'))
-      throw new JsonRpcHttpError(406, SERVER_ERROR, textFor('mcp_not_acceptable'));
-    return undefined;
-  },
-  async admitBody(req) {
-    // No body, or JSON that is no JSON-RPC request: nothing to count or to hand to the SDK.
-    if (req.body === undefined) throw new JsonRpcHttpError(400, PARSE_ERROR, textFor('invalid_json'));
-    if (!isJsonRpcBody(req.body)) throw new JsonRpcHttpError(400, INVALID_REQUEST, textFor('mcp_invalid_request'));
-    // Only tools/call counts (mcp.md "Per-app minute cap"); initialize and tools/list do not. A
-    // batch's calls are counted together or not at all: the one that would pass the cap names the 429.
-    const calls = toolCalls(req.body);
-    if (calls.length === 0) return;
-    const { app, caps } = req.mcp;
-    const admitted = await s.limiter.admitMcpCalls(caps, app.id, calls.length);
-    if (!admitted.ok) {
-      s.metrics.limitRefusal('mcp_per_app');
-      const message = textFor('mcp_rate_limited', { limit: caps.limits.mcpCallsPerMinute ?? '' });
-      throw new JsonRpcHttpError(429, SERVER_ERROR, message, calls[admitted.room]?.id ?? null, { 'Retry-After': '60' });
-    }
-  },
-});
+export const mcpDoor = (s: Services): Door<AppPrincipal> => {
+  const recordUse = appUseRecorder(s);
+  return {
+    credential: 'app_token',
+    cached: (req) => s.apps.cached(req.headers.authorization),
+    lookup: (req) => s.apps.authenticate(bearer(req.headers.authorization)),
+    unknown(req) {
+      // An API key where an app token belongs: say which credential /mcp takes.
+      const key = req.headers.authorization?.includes('etk_live_') ?? false;
+      return new ApiError(key ? 'mcp_api_key' : 'mcp_unauthorized', { headers: { 'WWW-Authenticate': mcpChallenge(s) } });
+    },
+    blocked: () => new JsonRpcHttpError(429, SERVER_ERROR, textFor('ip_blocked'), null, { 'Retry-After': '60' }),
+    // MCP is on every plan and tool calls are not API calls: no plan, request cap or quota here.
+    admit(req, _reply, principal) {
+      req.mcp = principal;
+      recordUse(principal.app.id);
+      // The transport's own 406 speaks English: the same rule, answered in Spanish first.
+      const accept = req.headers.accept ?? '';
+      if (!accept.includes('application/json') || !accept.includes('text/event-stream'))
+        throw new JsonRpcHttpError(406, SERVER_ERROR, textFor('mcp_not_acceptable'));
+      return undefined;
+    },
+    async admitBody(req) {
+      // No body, or JSON that is no JSON-RPC request: nothing to count or to hand to the SDK.
+      if (req.body === undefined) throw new JsonRpcHttpError(400, PARSE_ERROR, textFor('invalid_json'));
+      if (!isJsonRpcBody(req.body)) throw new JsonRpcHttpError(400, INVALID_REQUEST, textFor('mcp_invalid_request'));
+      // Only tools/call counts (mcp.md "Per-app minute cap"); initialize and tools/list do not. A
+      // batch's calls are counted together or not at all: the one that would pass the cap names the 429.
+      const calls = toolCalls(req.body);
+      if (calls.length === 0) return;
+      const { app, caps } = req.mcp;
+      const admitted = await s.limiter.admitMcpCalls(caps, app.id, calls.length);
+      if (!admitted.ok) {
+        s.metrics.limitRefusal('mcp_per_app');
+        const message = textFor('mcp_rate_limited', { limit: caps.limits.mcpCallsPerMinute ?? '' });
+        throw new JsonRpcHttpError(429, SERVER_ERROR, message, calls[admitted.room]?.id ?? null, { 'Retry-After': '60' });
+      }
+    },
+  };
+};
 
 /** Host and Origin (403), before the credential: a page of another site never reaches the token check. */
 export function checkHostAndOrigin(s: Services, req: FastifyRequest): void {

@@ -23,12 +23,13 @@ describe('"POST /admin/v1/accounts/{id}/ai-apps {name} → 201 {id, name, token,
       prefix: r.body.token.slice(0, 12),
       token: expect.stringMatching(/^etk_app_[A-Za-z0-9_-]{32,}$/),
       createdAt: expect.any(String),
+      lastUsedAt: null,
     });
     const stored = await app.rt.services.db.selectFrom('ai_apps').selectAll().where('id', '=', r.body.id).executeTakeFirstOrThrow();
     expect(stored.token_hash).not.toContain(r.body.token.slice(8));
     const list = await app.admin('GET', `/accounts/${acct.id}/ai-apps`);
     expect(list.body.data).toEqual([
-      { id: r.body.id, name: 'Claude de Ana', prefix: r.body.token.slice(0, 12), createdAt: r.body.createdAt, lastSentAt: null },
+      { id: r.body.id, name: 'Claude de Ana', prefix: r.body.token.slice(0, 12), createdAt: r.body.createdAt, lastUsedAt: null },
     ]);
     app.clock.advance(3_000);
     expect((await acct.call('GET', '/me')).body.usage.aiApps).toBe(1);

@@ -295,9 +295,9 @@ describe.skipIf(!haveBrowser)('Configuración → Números, Instagram, Apps de I
       params: { name: 'send_message', arguments: { to: customer, text: 'Sí, tenemos. ¿Qué graduación usás?' } },
     });
     expect(sent.status).toBe(200);
-    const apps = (await app.admin('GET', `/accounts/${acc.id}/ai-apps`)).body.data as { id: string; lastSentAt: string | null }[];
-    expect(apps.find((a) => a.id === connected.id)?.lastSentAt).toEqual(expect.any(String));
-    expect(apps.find((a) => a.id === idle.id)?.lastSentAt).toBeNull();
+    const apps = (await app.admin('GET', `/accounts/${acc.id}/ai-apps`)).body.data as { id: string; lastUsedAt: string | null }[];
+    expect(apps.find((a) => a.id === connected.id)?.lastUsedAt).toEqual(expect.any(String));
+    expect(apps.find((a) => a.id === idle.id)?.lastUsedAt).toBeNull();
 
     const { page, context, errors } = await openConfig(adminM);
     const part = section(page, 'Apps de IA');
@@ -307,7 +307,7 @@ describe.skipIf(!haveBrowser)('Configuración → Números, Instagram, Apps de I
     const cells = await row.getByRole('cell').allInnerTexts();
     expect(cells[0]).toBe(`${connected.prefix}…`);
     expect(cells[2]).toMatch(/\d/);
-    await rowOf(table, 'Asistente sin uso').getByText('sin envíos recientes').waitFor();
+    await rowOf(table, 'Asistente sin uso').getByText('todavía no la usó').waitFor();
     await shot(page, 'console-settings-apps-1280', 'Instagram');
     const narrow = await openConfig(adminM, 360);
     await section(narrow.page, 'Apps de IA').getByRole('table', { name: 'Apps de IA' }).waitFor();

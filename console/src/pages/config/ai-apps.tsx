@@ -1,6 +1,5 @@
 // Apps de IA (console.md "Configuración"; docs/mcp.md "Connected AI apps"): the connected apps, when
-// each was connected and the last message it sent (`lastSentAt`: what the server records of an
-// app's use; its reads are not recorded), and `Desconectar` (asked twice) through DELETE
+// each was connected and last called /mcp (`lastUsedAt`, to the minute), and `Desconectar` (asked twice) through DELETE
 // …/ai-apps/{appId}: its token answers 401 from the next call on.
 import { useState } from 'preact/hooks';
 import { call } from '../../api/client';
@@ -14,7 +13,7 @@ interface AiApp {
   name: string;
   prefix: string;
   createdAt: string;
-  lastSentAt: string | null;
+  lastUsedAt: string | null;
 }
 
 export function AiAppsSection({ base, onDenied, onChange }: { base: string; onDenied: () => void; onChange: () => void }) {
@@ -38,7 +37,7 @@ export function AiAppsSection({ base, onDenied, onChange }: { base: string; onDe
                 <th scope="col">Nombre</th>
                 <th scope="col">Prefijo</th>
                 <th scope="col">Conectada</th>
-                <th scope="col">Último envío</th>
+                <th scope="col">Último uso</th>
                 <th scope="col">
                   <span class="visually-hidden">Acciones</span>
                 </th>
@@ -53,7 +52,6 @@ export function AiAppsSection({ base, onDenied, onChange }: { base: string; onDe
         </div>
       )}
       <Outcome action={action} />
-      {list.length > 0 && <p class="hint">{t.lastSentHint}</p>}
     </Part>
   );
 }
@@ -71,7 +69,7 @@ function AppRow({ base, app: a, action, onChanged }: { base: string; app: AiApp;
         <code>{a.prefix}…</code>
       </td>
       <td data-label="Conectada">{formatTime(a.createdAt)}</td>
-      <td data-label="Último envío">{a.lastSentAt ? formatTime(a.lastSentAt) : t.noRecentSend}</td>
+      <td data-label="Último uso">{a.lastUsedAt ? formatTime(a.lastUsedAt) : t.neverUsed}</td>
       <td>
         {confirming ? (
           <Confirm

@@ -55,8 +55,7 @@ export const configTexts = {
   socialRemoved: (name: string) => `Eliminaste «${name}».`,
   // Apps de IA
   appsEmpty: 'Todavía no hay apps de IA conectadas.',
-  noRecentSend: 'sin envíos recientes',
-  lastSentHint: 'Último envío: el último mensaje que mandó la app (entre los últimos 5.000 de la cuenta). Las consultas no se registran.',
+  neverUsed: 'todavía no la usó',
   disconnectAppAsk: (name: string) => `¿Desconectar «${name}»? Su token deja de funcionar desde la próxima llamada.`,
   appDisconnected: (name: string) => `Desconectaste «${name}»: su token ya no funciona.`,
 };
