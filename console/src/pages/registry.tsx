@@ -4,6 +4,7 @@
 import type { JSX } from 'preact';
 import type { Role } from '../sections';
 import { ConfigPage } from './config/index';
+import { ContactsPage } from './contacts/page';
 import { InboxPage } from './inbox/page';
 
 export interface PageProps {
@@ -15,5 +16,6 @@ export interface PageProps {
 
 export const pages: Readonly<Record<string, (p: PageProps) => JSX.Element>> = {
   conversaciones: ({ accountId, sub }) => <InboxPage accountId={accountId} openId={sub} />,
+  contactos: ({ accountId, role, sub }) => <ContactsPage accountId={accountId} role={role} openId={sub} />,
   configuracion: ({ accountId, role }) => <ConfigPage accountId={accountId} role={role} />,
 };
