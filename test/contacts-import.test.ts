@@ -3,6 +3,7 @@
 // a local HTTP receiver as the customer's webhook endpoint.
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addMember, signIn } from './console-session.js';
 import { type Receiver, startReceiver } from './fakes/receiver.js';
 import { ADMIN_TOKEN, freshPhone, request, startTestApp, type TestApp } from './harness.js';
 import { until } from './poll.js';
@@ -266,4 +267,23 @@ describe('contacts of the operator API', () => {
     const back = await request(`${app.url}/admin/v1/accounts/${other.id}/contacts/export`, 'GET', undefined, auth);
     expect(back.body).toBe(text);
   }, 60_000);
+
+  it('through a session: agents search and edit contacts; import and export answer 403 to them and work for admins (the role table)', async () => {
+    const acc = await app.createAccount({ name: 'Roles contactos' });
+    const made = await acc.call('POST', '/contacts', { phone: mobile(900), name: 'Rita' });
+    const agent = await signIn(app, await addMember(app, acc.id, 'agent'));
+    const admin = await signIn(app, await addMember(app, acc.id, 'admin'));
+    const csv = { headers: { 'content-type': 'text/csv' } };
+    expect((await agent.call('GET', `/accounts/${acc.id}/contacts?q=rita`)).body.data).toHaveLength(1);
+    expect((await agent.call('PATCH', `/accounts/${acc.id}/contacts/${made.body.id}`, { attributes: { zona: 'sur' } })).status).toBe(200);
+    expect((await agent.call('POST', `/accounts/${acc.id}/contacts/imports`, `phone,name\n${mobile(901)},Ana\n`, csv)).status).toBe(403);
+    expect((await agent.call('GET', `/accounts/${acc.id}/contacts/export`)).status).toBe(403);
+    const up = await admin.call('POST', `/accounts/${acc.id}/contacts/imports`, `phone,name\n${mobile(901)},Ana\n`, csv);
+    expect(up.status).toBe(201);
+    expect((await agent.call('GET', `/accounts/${acc.id}/contacts/imports/${up.body.id}`)).status).toBe(403);
+    expect((await admin.call('POST', `/accounts/${acc.id}/contacts/imports/${up.body.id}/start`)).status).toBe(202);
+    const exported = await admin.call('GET', `/accounts/${acc.id}/contacts/export`);
+    expect(exported.status).toBe(200);
+    expect(exported.body).toContain('Rita');
+  });
 });
