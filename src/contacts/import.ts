@@ -30,6 +30,8 @@ const BATCH = 1000;
 const PREVIEW_ROWS = 5;
 /** How long a claim holds an import without a committed batch before another run may take it. */
 const LEASE_MS = 60_000;
+/** How often a running import lets GET /me count the contacts again (its cached view dropped). */
+const VIEW_REFRESH_MS = 2_000;
 /**
  * The longest stretch of parsing and checking without giving the event loop a turn: other
  * requests are answered between slices (a whole batch of 1,000 rows is ~100–200 ms of CPU).
@@ -528,13 +530,19 @@ async function runImport(s: Services, imp: Claimed): Promise<number> {
   let processed = imp.processed_rows;
   let written = 0;
   let batch: (Checked | RowFailure)[] = [];
+  let viewDropped = performance.now();
   const flush = async () => {
     const first = batch.find(() => true);
     const range = { first: lineOf(first), last: lineOf(batch.at(-1)), processed };
     const r = await s.db.transaction().execute((trx) => applyBatch(trx, s, account, imp, batch, seen, range));
     processed += batch.length;
     written += r.created + r.updated;
-    if (r.created) s.accountViews.changed(account.id);
+    // GET /me counts the contacts: its cached view is dropped now and then, not after every
+    // batch (each drop makes the next GET /me count the account's contacts again).
+    if (r.created && performance.now() - viewDropped >= VIEW_REFRESH_MS) {
+      s.accountViews.changed(account.id);
+      viewDropped = performance.now();
+    }
     batch = [];
     await nextTurn();
   };
@@ -558,6 +566,7 @@ async function runImport(s: Services, imp: Claimed): Promise<number> {
     await sql`
       UPDATE contact_imports SET state = 'done', csv = NULL, locked_until = NULL, finished_at = ${s.clock.now()}
       WHERE id = ${imp.id} AND state = 'running'`.execute(s.db);
+    s.accountViews.changed(account.id);
   } catch (err) {
     if (err instanceof LeaseLost) return written;
     if (isDatabaseUnavailable(err)) throw err;
@@ -568,6 +577,7 @@ async function runImport(s: Services, imp: Claimed): Promise<number> {
     await sql`
       UPDATE contact_imports SET state = 'failed', error = ${reason}, csv = NULL, locked_until = NULL, finished_at = ${s.clock.now()}
       WHERE id = ${imp.id}`.execute(s.db);
+    s.accountViews.changed(account.id);
   }
   return written;
 }
