@@ -204,6 +204,12 @@ describe('contact CSV import', () => {
     expect(r8.status).toBe(415);
     const missing = await app.admin('GET', `/accounts/${acc.id}/contacts/imports/00000000-0000-7000-8000-000000000000`);
     expect(missing.status).toBe(404);
+    // A preview nobody starts is deleted, file and all, after 24 hours.
+    const kept = await upload(acc.id, `phone,name\n${mobile(950)},Ana\n`);
+    expect(kept.status).toBe(201);
+    app.clock.advance(24 * 3_600_000 + 1_000);
+    await app.admin('POST', '/jobs/contact-imports/run');
+    expect((await app.admin('GET', `/accounts/${acc.id}/contacts/imports/${kept.body.id}`)).status).toBe(404);
   });
 });
 

@@ -584,8 +584,16 @@ async function runImport(s: Services, imp: Claimed): Promise<number> {
 
 const lineOf = (r: Checked | RowFailure | undefined): number => (r === undefined ? 0 : 'problems' in r ? r.row : r.line);
 
-/** The contact-imports job: runs every due import to its end; returns the contacts written. */
+/** A preview nobody started is deleted (with its file) after this long. */
+const PREVIEW_KEPT_MS = 24 * 3_600_000;
+
+/**
+ * The contact-imports job: deletes the previews nobody started within PREVIEW_KEPT_MS (their
+ * files hold customers' data), then runs every due import to its end; returns the contacts written.
+ */
 export async function runContactImports(s: Services): Promise<number> {
+  const stale = new Date(s.clock.now().getTime() - PREVIEW_KEPT_MS);
+  await sql`DELETE FROM contact_imports WHERE state = 'previewed' AND created_at < ${stale}`.execute(s.db);
   let n = 0;
   for (;;) {
     const imp = await claim(s);
