@@ -108,7 +108,7 @@ export async function contactImportFigures(): Promise<void> {
       note: `${fmt(previewMs / 1000)} s for ${note}`,
     });
     record({
-      figure: 'Contact CSV import (background, batches of 1,000)',
+      figure: 'Contact CSV import (background, set-wise batches)',
       value: ROWS / (importMs / 1000),
       unit: 'rows/s',
       floor: '-',

@@ -26,6 +26,11 @@ export const IMPORT_MAX_MIB = 20;
 const IMPORT_MAX_BYTES = IMPORT_MAX_MIB * 1024 * 1024;
 /** Rows per transaction (one UPDATE and one INSERT each). */
 const BATCH = 1000;
+/**
+ * On PGlite the database runs on the server's own thread: a batch's statements pause the event
+ * loop for as long as they take, so its batches are smaller (shorter pauses, more of them).
+ */
+const PGLITE_BATCH = 250;
 /** Rows shown in the preview. */
 const PREVIEW_ROWS = 5;
 /** How long a claim holds an import without a committed batch before another run may take it. */
@@ -531,6 +536,7 @@ async function runImport(s: Services, imp: Claimed): Promise<number> {
   let written = 0;
   let batch: (Checked | RowFailure)[] = [];
   let viewDropped = performance.now();
+  const size = s.dbKind === 'postgres' ? BATCH : PGLITE_BATCH;
   const flush = async () => {
     const first = batch.find(() => true);
     const range = { first: lineOf(first), last: lineOf(batch.at(-1)), processed };
@@ -560,7 +566,7 @@ async function runImport(s: Services, imp: Claimed): Promise<number> {
         continue;
       }
       batch.push(checked);
-      if (batch.length >= BATCH) await flush();
+      if (batch.length >= size) await flush();
     }
     if (batch.length) await flush();
     await sql`
