@@ -538,8 +538,7 @@ async function runImport(s: Services, imp: Claimed): Promise<number> {
   let viewDropped = performance.now();
   const size = s.dbKind === 'postgres' ? BATCH : PGLITE_BATCH;
   const flush = async () => {
-    const first = batch.find(() => true);
-    const range = { first: lineOf(first), last: lineOf(batch.at(-1)), processed };
+    const range = { first: lineOf(batch[0]), last: lineOf(batch.at(-1)), processed };
     const r = await s.db.transaction().execute((trx) => applyBatch(trx, s, account, imp, batch, seen, range));
     processed += batch.length;
     written += r.created + r.updated;
