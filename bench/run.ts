@@ -2,7 +2,8 @@
 // printed as a ratio and written to bench/results.json. PostgreSQL when DATABASE_URL is set (a
 // fresh database per server), else PGlite in a temporary DATA_DIR; Redis counters when REDIS_URL
 // is set. `BENCH_ONLY=me,contacts` runs some figures only (`BENCH_ONLY=mcp`: the MCP tool call; `BENCH_ONLY=receiver`: the WhatsApp Cloud receiver;
-// `BENCH_ONLY=metrics`: GET /me with metrics on vs off; `BENCH_ONLY=console`: the console's live stream).
+// `BENCH_ONLY=metrics`: GET /me with metrics on vs off; `BENCH_ONLY=console`: the console's live stream;
+// `BENCH_ONLY=contacts-import`: a 100,000-row contact CSV import and GET /me meanwhile).
 // Speed is measured here, never asserted in timed tests (docs/performance.md).
 import { cpus } from 'node:os';
 import { agentFigures } from './figures/agents.js';
@@ -11,6 +12,7 @@ import { campaignFigures } from './figures/campaigns.js';
 import { casesFigure } from './figures/cases.js';
 import { consoleStreamFigure } from './figures/console.js';
 import { contactFigures } from './figures/contacts.js';
+import { contactImportFigures } from './figures/contacts-import.js';
 import { mcpFigures } from './figures/mcp.js';
 import { meFigures } from './figures/me.js';
 import { messageFigure } from './figures/messages.js';
@@ -50,6 +52,7 @@ async function main() {
   if (want('agents')) await agentFigures();
   if (want('campaigns')) await campaignFigures();
   if (want('console')) await consoleStreamFigure();
+  if (want('contacts-import')) await contactImportFigures();
   removeTempDirs();
   console.log(`\nWritten ${writeResults(database)}`);
 }

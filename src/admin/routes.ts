@@ -10,6 +10,7 @@ import { cloudAdminRoutes } from '../channel/cloud/admin-routes.js';
 import { sandboxAdminRoutes } from '../channel/sandbox/routes.js';
 import { socialAccountAdminRoutes } from '../channel/social-admin-routes.js';
 import { reasonAdminRoutes } from '../classification/admin-routes.js';
+import { contactAdminRoutes } from '../contacts/admin-routes.js';
 import { conversationAdminRoutes } from '../conversations/admin-routes.js';
 import { inboxAdminRoutes } from '../conversations/inbox.js';
 import type { RoutesFn } from '../http/schemas.js';
@@ -32,6 +33,7 @@ export const adminRoutes: RoutesFn = (app, s) => {
     reasonAdminRoutes,
     conversationAdminRoutes,
     inboxAdminRoutes,
+    contactAdminRoutes,
     campaignAdminRoutes,
     automationAdminRoutes,
     agentAdminRoutes,

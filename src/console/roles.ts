@@ -16,6 +16,10 @@ export const ROLE_RULES: readonly Rule[] = [
   ['*', '/members/**', 'admin'],
   // The inbox: conversations (replies, notes), contacts, cases' stage, reason, outcome and close.
   ['*', '/conversations/**', 'agent'],
+  // Contacts: agents search and edit them; importing and exporting the whole list is an admin's
+  // (docs/decisions.md "Contact import and export are admins'").
+  ['*', '/contacts/imports/**', 'admin'],
+  ['GET', '/contacts/export', 'admin'],
   ['*', '/contacts/**', 'agent'],
   ['GET', '/cases/**', 'agent'],
   ['WRITE', '/cases/:caseId/stage', 'agent'],

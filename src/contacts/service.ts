@@ -140,7 +140,13 @@ const insertContact = (trx: Trx, accountId: string, input: UpsertInput, patch: A
     .returningAll()
     .executeTakeFirst();
 
-function updateContact(trx: Trx, existing: ContactRow, input: UpsertInput, patch: AttributePatch, now: Date): Promise<ContactRow> {
+function updateContact(
+  trx: Trx,
+  existing: ContactRow,
+  input: { name?: string | undefined },
+  patch: AttributePatch,
+  now: Date,
+): Promise<ContactRow> {
   assertAttributeRoom(existing.attributes, patch);
   return trx
     .updateTable('contacts')
@@ -329,16 +335,67 @@ export async function saveContactFromApi(
   return { contact: contactView(contact), created };
 }
 
-/** One page of the account's contacts in creation order (UUIDv7 ids), after the cursor id. */
-export async function listContacts(db: Executor, accountId: string, q: { limit: number; after?: string | undefined }) {
+/**
+ * One page of the account's contacts in creation order (UUIDv7 ids), after the cursor id; with
+ * `q`, only those whose name contains it (any case) or whose phone contains its digits.
+ */
+export async function listContacts(
+  db: Executor,
+  accountId: string,
+  q: { limit: number; after?: string | undefined; q?: string | undefined },
+) {
   let query = db.selectFrom('contacts').selectAll().where('account_id', '=', accountId);
   if (q.after) query = query.where('id', '>', q.after);
+  const text = q.q?.trim();
+  if (text) {
+    const like = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const digits = text.replace(/\D/g, '');
+    query = query.where((eb) =>
+      eb.or([
+        eb('name', 'ilike', like),
+        ...(digits.length >= 3 && /^[+\d\s().-]+$/.test(text) ? [eb('phone', 'like', `%${digits}%`)] : []),
+      ]),
+    );
+  }
   const rows = await query
     .orderBy('id')
     .limit(q.limit + 1)
     .execute();
   const p = page(rows, q.limit);
   return { data: p.data.map(contactView), hasMore: p.hasMore, nextCursor: p.nextCursor };
+}
+
+/**
+ * A contact changed by id (the console's contact page): name and attributes with the rules of
+ * POST /contacts (attribute counts per contact and per account). Locks in upsertContact's order.
+ */
+export async function editContact(
+  s: Services,
+  accountId: string,
+  id: string,
+  input: { name?: string | undefined; attributes?: AttributePatch | undefined },
+) {
+  const now = s.clock.now();
+  const row = await s.db.transaction().execute(async (trx) => {
+    const existing = await trx
+      .selectFrom('contacts')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!existing) throw new ApiError('contact_not_found');
+    const patch = input.attributes ?? {};
+    const contact = await updateContact(trx, existing, input, patch, now);
+    await rememberFields(
+      trx,
+      accountId,
+      Object.keys(patch).filter((k) => patch[k] !== null),
+      now,
+    );
+    return contact;
+  });
+  return contactView(row);
 }
 
 /**

@@ -499,6 +499,58 @@ export const catalogue = {
     status: 503,
     text: 'El servicio no puede llegar a su base de datos en este momento. Probá de nuevo en unos segundos.',
   },
+  // Contact CSV imports (operator.md "Contact imports"): the file, then the reasons of a row that fails
+  contact_import_content_type: { status: 415, text: 'Enviá el archivo como CSV en UTF-8 con Content-Type: text/csv.' },
+  contact_import_too_large: {
+    status: 413,
+    text: (p) => `El archivo supera ${p.max} MiB. Dividilo en archivos más chicos e importalos uno por uno.`,
+  },
+  contact_import_not_utf8: {
+    status: 400,
+    text: 'El archivo no está en UTF-8. Guardalo como «CSV UTF-8» desde tu planilla y probá de nuevo.',
+  },
+  contact_import_nul: {
+    status: 400,
+    text: 'El archivo tiene el carácter nulo (\\u0000): no parece un CSV de texto. Revisá que subiste el archivo correcto.',
+  },
+  contact_import_empty: {
+    status: 400,
+    text: 'El archivo no tiene filas de contactos. Agregá una fila por contacto debajo del encabezado.',
+  },
+  contact_import_header: {
+    status: 400,
+    text: 'La primera fila tiene que ser el encabezado phone,name y después una columna por atributo. Corregí el encabezado.',
+  },
+  contact_import_header_key: {
+    status: 400,
+    text: (p) =>
+      `La columna ${p.column} («${p.key}») no es un nombre de atributo válido: de 1 a 64 letras sin acento, números o _. Renombrala.`,
+  },
+  contact_import_header_repeated: {
+    status: 400,
+    text: (p) => `La columna «${p.key}» está repetida en el encabezado. Dejá una sola.`,
+  },
+  contact_import_malformed: {
+    status: 400,
+    text: (p) => `El CSV está mal formado cerca de la línea ${p.line}. Revisá las comillas de esa línea y probá de nuevo.`,
+  },
+  contact_import_not_found: { status: 404, text: 'No encontramos esa importación en tu cuenta. Revisá el id.' },
+  contact_import_started: {
+    status: 409,
+    text: 'Esta importación ya se inició. Para importar otra vez, subí el archivo de nuevo.',
+  },
+  import_row_columns: {
+    status: 400,
+    text: (p) => `La fila tiene ${p.got} columnas y el encabezado ${p.want}. Revisá las comas de la fila.`,
+  },
+  import_row_repeated: {
+    status: 400,
+    text: (p) => `Este teléfono ya está en la fila ${p.row}. Dejá una sola fila por contacto.`,
+  },
+  import_row_raced: {
+    status: 409,
+    text: 'Este contacto se creó por otro camino mientras importábamos. Importá esta fila de nuevo.',
+  },
   // The console's built app (src/console/static.ts)
   console_not_built: { status: 503, text: 'La consola no está compilada. Corré npm run build y reiniciá el servidor.' },
   internal: { status: 500, text: 'Ocurrió un error inesperado de nuestro lado. Probá de nuevo; si sigue, escribinos con el requestId.' },

@@ -5,6 +5,7 @@ import { runCampaigns } from '../campaigns/sender.js';
 import { runCaseTimeouts } from '../cases/timeouts.js';
 import { applyDueSandboxReports } from '../channel/sandbox/provider.js';
 import { runClassifications } from '../classification/queue.js';
+import { runContactImports } from '../contacts/import.js';
 import { purgeIdempotencyKeys } from '../http/idempotency.js';
 import { failSendsInDoubt } from '../messages/reconcile.js';
 import { purgeEarlyStatuses } from '../messages/status.js';
@@ -46,4 +47,7 @@ export const jobs: Record<string, Job> = {
   // Fails the sends still `pending` without any provider answer 24 h after they started
   // (messages/reconcile.ts). `changed` counts the messages failed.
   'reconcile-sends': { everyMs: 300_000, run: failSendsInDoubt },
+  // Imports the contact CSV imports started (contacts/import.ts); the start also runs it at once.
+  // `changed` counts the contacts written.
+  'contact-imports': { everyMs: 1_000, run: runContactImports },
 };

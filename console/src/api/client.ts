@@ -45,10 +45,13 @@ function errorOf(status: number, body: unknown, retryAfter: string | null): ApiE
   return new ApiError(status, status >= 500 ? texts.serverError : texts.unexpected(status), {}, seconds);
 }
 
-/** Calls our API; resolves with the JSON body (undefined for 204), rejects with ApiError. */
-export async function call<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+/**
+ * Calls our API; resolves with the JSON body (undefined for 204), rejects with ApiError. The body
+ * is sent as JSON, or as it is with `contentType` (a CSV file: a File and 'text/csv').
+ */
+export async function call<T = unknown>(method: string, path: string, body?: unknown, contentType?: string): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
-  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (body !== undefined) headers['content-type'] = contentType ?? 'application/json';
   if (method !== 'GET' && method !== 'HEAD' && csrf) headers['x-chasqui-csrf'] = csrf;
   let res: Response;
   try {
@@ -56,7 +59,7 @@ export async function call<T = unknown>(method: string, path: string, body?: unk
       method,
       headers,
       credentials: 'same-origin',
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? undefined : contentType ? (body as BodyInit) : JSON.stringify(body),
     });
   } catch {
     throw new ApiError(0, texts.offline);

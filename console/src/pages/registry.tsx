@@ -8,6 +8,7 @@ import { AutomationsPage } from './automations/index';
 import { CampaignsPage } from './campaigns/page';
 import { CasesPage } from './cases/page';
 import { ConfigPage } from './config/index';
+import { ContactsPage } from './contacts/page';
 import { InboxPage } from './inbox/page';
 import { TemplatesPage } from './templates/page';
 
@@ -20,6 +21,7 @@ export interface PageProps {
 
 export const pages: Readonly<Record<string, (p: PageProps) => JSX.Element>> = {
   conversaciones: ({ accountId, sub }) => <InboxPage accountId={accountId} openId={sub} />,
+  contactos: ({ accountId, role, sub }) => <ContactsPage accountId={accountId} role={role} openId={sub} />,
   casos: ({ accountId }) => <CasesPage accountId={accountId} />,
   configuracion: ({ accountId, role, memberId }) => <ConfigPage accountId={accountId} role={role} memberId={memberId} />,
   campanas: ({ accountId, role, sub }) => <CampaignsPage accountId={accountId} role={role} sub={sub} />,
