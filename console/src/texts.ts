@@ -14,5 +14,4 @@ export const texts = {
   passwordSaved: 'Listo, tu contraseña quedó guardada. Ingresá con tu email y tu contraseña.',
   sessionEnded: 'Cerraste la sesión.',
   denied: 'No tenés permiso para ver esta sección. Si la necesitás, pedíselo a quien administra la cuenta.',
-  comingNext: 'Esta sección llega en la próxima versión de la consola.',
 };

@@ -1,6 +1,5 @@
-// Which page fills each section of the navigation (sections.ts). A section without an entry shows
-// the plain "coming next" page. `sub`: the rest of the path after /console/<section>/ (an open
-// conversation's id, a contact's id, …), or null.
+// Which page fills each section of the navigation (sections.ts). `sub`: the rest of the path
+// after /console/<section>/ (an open conversation's id, a contact's id, …), or null.
 import type { JSX } from 'preact';
 import type { Role } from '../sections';
 import { AgentsPage } from './agents/index';

@@ -6,7 +6,7 @@ import { BASE, Link, navigate } from '../router';
 import { type Role, sections, sectionsFor } from '../sections';
 import { texts } from '../texts';
 import { pages } from './registry';
-import { SectionPage } from './section';
+import { DeniedPage } from './section';
 
 interface Me {
   member: { id: string; email: string; name: string; role: Role };
@@ -86,11 +86,9 @@ export function Shell({ slug: path }: { slug: string }) {
       </nav>
       <main id="contenido" class="content">
         {denied ? (
-          <SectionPage section={denied} denied />
-        ) : Page ? (
-          <Page accountId={me.account.id} role={me.member.role} memberId={me.member.id} sub={sub} />
+          <DeniedPage section={denied} />
         ) : (
-          <SectionPage section={section} />
+          Page && <Page accountId={me.account.id} role={me.member.role} memberId={me.member.id} sub={sub} />
         )}
       </main>
     </div>
