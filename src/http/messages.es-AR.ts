@@ -100,7 +100,7 @@ export const catalogue = {
   delivery_not_found: { status: 404, text: 'No existe esa entrega de webhook.' },
   job_not_found: {
     status: 404,
-    text: 'No existe esa tarea. Las tareas son automations, agents, inbound, case-timeouts, campaigns, classification, agent-reviews, webhooks, idempotency-keys, sandbox-statuses y reconcile-sends.',
+    text: (p) => `No existe esa tarea. Las tareas son ${p.names}.`,
   },
   dead_letter_not_found: {
     status: 404,
