@@ -24,17 +24,27 @@ const TOKEN_RE = /^etk_app_[A-Za-z0-9_-]{32,128}$/;
 export interface AppView {
   id: string;
   name: string;
-  /** The token's first characters (etk_app_ + 4), to tell tokens apart. */
-  prefix: string;
+  /** The token's first characters (etk_app_ + 4), to tell tokens apart; null for an app connected through OAuth. */
+  prefix: string | null;
+  /** How it connected: an operator's `etk_app_` token, or an OAuth client's consent (its client id). */
+  oauthClientId: string | null;
   createdAt: string;
   /** When it last called /mcp (to the minute), or null: never. */
   lastUsedAt: string | null;
 }
 
-const appView = (r: { id: string; name: string; prefix: string; created_at: Date; last_used_at: Date | null }): AppView => ({
+const appView = (r: {
+  id: string;
+  name: string;
+  prefix: string | null;
+  oauth_client_id: string | null;
+  created_at: Date;
+  last_used_at: Date | null;
+}): AppView => ({
   id: r.id,
   name: r.name,
   prefix: r.prefix,
+  oauthClientId: r.oauth_client_id,
   createdAt: r.created_at.toISOString(),
   lastUsedAt: r.last_used_at?.toISOString() ?? null,
 });
