@@ -180,7 +180,7 @@ export const appAuthenticator = (db: Db, clock: Clock): AppAuthenticator =>
         .where('a.token_hash', '=', hash)
         .where('a.revoked_at', 'is', null)
         .executeTakeFirst();
-      if (!row || !timingSafeEqual(Buffer.from(row.token_hash), Buffer.from(hash))) return null;
+      if (!row?.token_hash || !timingSafeEqual(Buffer.from(row.token_hash), Buffer.from(hash))) return null;
       const { app_id, app_name, token_hash: _h, ...account } = row;
       const limits = effectiveLimits(account.plan, account.limits);
       return { app: { id: app_id, name: app_name }, account, caps: { accountId: account.id, plan: account.plan, limits } };
