@@ -80,6 +80,10 @@ export const catalogue = {
     status: 403,
     text: 'Falta el encabezado X-Chasqui-CSRF o no coincide con tu sesión. Recargá la página y probá de nuevo.',
   },
+  oauth_registration_throttled: {
+    status: 429,
+    text: (p) => `Demasiadas apps registradas desde tu dirección IP en la última hora. Probá de nuevo en ${p.minutes} minutos.`,
+  },
   oauth_role_refused: { status: 403, text: 'Tu rol no permite conectar apps. Pedíselo a un dueño o administrador de la cuenta.' },
   oauth_interaction_not_found: {
     status: 404,

@@ -61,7 +61,13 @@ export function consentRoutes(app: ZodApp, s: Services, providerOf: () => Promis
   app.post(
     '/console/conectar/:uid/decision',
     {
-      schema: { hide: true, summary: 'Allow or cancel an AI app’s connection', tags, params: Params, body: z.strictObject({ allow: z.boolean() }) },
+      schema: {
+        hide: true,
+        summary: 'Allow or cancel an AI app’s connection',
+        tags,
+        params: Params,
+        body: z.strictObject({ allow: z.boolean() }),
+      },
     },
     async (req, reply) => {
       const c = await load(req, req.params.uid, reply);
@@ -74,7 +80,8 @@ export function consentRoutes(app: ZodApp, s: Services, providerOf: () => Promis
         if (role !== 'owner' && role !== 'admin') throw new ApiError('oauth_role_refused');
         await connectOauthApp(s, c.account, c.client.clientId, c.clientName, c.session.member);
         const grant = c.details.grantId
-          ? ((await c.provider.Grant.find(c.details.grantId)) ?? new c.provider.Grant({ accountId: c.account.id, clientId: c.client.clientId }))
+          ? ((await c.provider.Grant.find(c.details.grantId)) ??
+            new c.provider.Grant({ accountId: c.account.id, clientId: c.client.clientId }))
           : new c.provider.Grant({ accountId: c.account.id, clientId: c.client.clientId });
         grant.addResourceScope(mcpResource(s), MCP_SCOPE);
         // The prompt may still be `login` (no session of the provider yet): grant what was asked of

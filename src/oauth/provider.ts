@@ -3,8 +3,7 @@
 // (adapter.ts) and its keys too (keys.ts). Our choices on top of its defaults:
 // - PKCE (S256) for every client; the RFC 8707 `resource` is required and must be exactly
 //   {PUBLIC_URL}/mcp, whose only scope is `mcp`; access tokens are opaque, 1 h, bound to it;
-// - open dynamic registration; a client whose redirect URIs are loopback http or a private-use
-//   scheme (cursor://) is a native app; Client ID Metadata Documents (https client ids);
+// - open dynamic registration (redirect URIs checked and native apps recognised in routes.ts);
 // - refresh tokens for every client without asking `offline_access`, rotated at every use (a
 //   reused one revokes the family);
 // - the person logs in with the console's session and consents on the console's page
@@ -20,20 +19,6 @@ const ACCESS_TOKEN_TTL_S = 3600;
 
 /** The one resource this server issues tokens for: the MCP endpoint, exactly as clients call it. */
 export const mcpResource = (s: Pick<Services, 'publicUrl'>): string => `${s.publicUrl}/mcp`;
-
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
-
-/** A redirect URI only a native app can receive: loopback http, or a private-use scheme. */
-function nativeRedirect(uri: unknown): boolean {
-  if (typeof uri !== 'string') return false;
-  try {
-    const u = new URL(uri);
-    if (u.protocol === 'http:') return LOOPBACK_HOSTS.has(u.hostname);
-    return u.protocol !== 'https:';
-  } catch {
-    return false;
-  }
-}
 
 export async function createOauthProvider(s: Services): Promise<Provider> {
   const keys = await oauthKeys(s.db);
@@ -67,16 +52,6 @@ export async function createOauthProvider(s: Services): Promise<Provider> {
           return { scope: MCP_SCOPE, audience: resource, accessTokenTTL: ACCESS_TOKEN_TTL_S, accessTokenFormat: 'opaque' };
         },
         useGrantedResource: async () => true,
-      },
-    },
-    extraClientMetadata: {
-      properties: ['client_uri'],
-      // Runs for every registration: a client that can only receive native redirects is native.
-      validator(_ctx, key, _value, metadata) {
-        if (key !== 'client_uri') return;
-        const uris = metadata.redirect_uris;
-        if (!metadata.application_type && Array.isArray(uris) && uris.length > 0 && uris.every(nativeRedirect))
-          metadata.application_type = 'native';
       },
     },
     clientDefaults: {
