@@ -37,9 +37,9 @@ import { findUnstorable, jsonTextSuspect } from './http/storable.js';
 import { installSpanishZodMessages } from './http/zod-es.js';
 import { mcpMetadataRoutes } from './mcp/metadata-routes.js';
 import { mcpRoutes } from './mcp/server.js';
-import { oauthRoutes } from './oauth/routes.js';
 import { messageRoutes } from './messages/routes.js';
 import { countRefusal, installMetrics } from './metrics/routes.js';
+import { oauthRoutes } from './oauth/routes.js';
 import type { Services } from './services.js';
 import { templateRoutes } from './templates/routes.js';
 

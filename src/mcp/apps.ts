@@ -125,7 +125,15 @@ export async function connectOauthApp(
     if (limits.aiApps !== null && n >= limits.aiApps) throw aiAppLimit(account, limits.aiApps, n);
     const row = await trx
       .insertInto('ai_apps')
-      .values({ id: newId(), account_id: account.id, name: name.slice(0, 200), token_hash: null, prefix: null, oauth_client_id: clientId, created_at: s.clock.now() })
+      .values({
+        id: newId(),
+        account_id: account.id,
+        name: name.slice(0, 200),
+        token_hash: null,
+        prefix: null,
+        oauth_client_id: clientId,
+        created_at: s.clock.now(),
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
     s.log.info({ accountId: account.id, appId: row.id, memberId: by.id }, 'AI app connected through OAuth');

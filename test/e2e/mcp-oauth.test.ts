@@ -269,3 +269,81 @@ describe('"open dynamic registration (… rate limited per IP …)"', () => {
     }
   });
 });
+
+describe('"Stored state … survives restarts and is shared by processes"', () => {
+  const shared = Boolean(process.env.DATABASE_URL);
+
+  it.skipIf(!shared)(
+    'consent on one process, the code exchanged on a second after the first stopped, the token used on a third',
+    async () => {
+      const first = await startTestApp({ sameDataAs: app });
+      const acc = await first.createAccount();
+      const member = await signIn(first, await addMember(first, acc.id, 'owner'));
+      const reg = await fetch(`${first.url}/oauth/reg`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ client_name: 'Claude', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }),
+      });
+      const clientId = ((await reg.json()) as { client_id: string }).client_id;
+      const verifier = b64url(randomBytes(32));
+      const q = new URLSearchParams({
+        response_type: 'code',
+        client_id: clientId,
+        redirect_uri: REDIRECT,
+        code_challenge: b64url(createHash('sha256').update(verifier).digest()),
+        code_challenge_method: 'S256',
+        resource: `${first.url}/mcp`,
+        scope: 'mcp',
+      });
+      const jar = new Jar(member.cookie);
+      const start = await fetch(`${first.url}/oauth/auth?${q}`, { redirect: 'manual', headers: { cookie: jar.header } });
+      jar.take(start);
+      const path = new URL(start.headers.get('location')!, first.url).pathname;
+      const decided = await fetch(`${first.url}${path}/decision`, {
+        method: 'POST',
+        headers: { cookie: jar.header, 'content-type': 'application/json', 'x-chasqui-csrf': member.csrf },
+        body: JSON.stringify({ allow: true }),
+      });
+      jar.take(decided);
+      const { redirectTo } = (await decided.json()) as { redirectTo: string };
+      const resumed = await fetch(redirectTo, { redirect: 'manual', headers: { cookie: jar.header } });
+      const code = new URL(resumed.headers.get('location')!).searchParams.get('code')!;
+      expect(code).toBeTruthy();
+      const publicUrl = first.url;
+      await first.close();
+
+      // The second and third processes answer at the first one's public URL (its issuer and resource).
+      const second = await startTestApp({ sameDataAs: app, env: { PUBLIC_URL: publicUrl } });
+      const third = await startTestApp({ sameDataAs: app, env: { PUBLIC_URL: publicUrl } });
+      try {
+        const token = await fetch(`${second.url}/oauth/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({
+            grant_type: 'authorization_code',
+            code,
+            code_verifier: verifier,
+            redirect_uri: REDIRECT,
+            client_id: clientId,
+          }),
+        });
+        const tokens = (await token.json()) as Record<string, string>;
+        expect(token.status, JSON.stringify(tokens)).toBe(200);
+        const list = await fetch(`${third.url}/mcp`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${tokens.access_token}`,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            host: new URL(publicUrl).host,
+          },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+        });
+        expect(list.status, await list.clone().text()).toBe(200);
+      } finally {
+        await second.close();
+        await third.close();
+      }
+    },
+  );
+});
