@@ -39,6 +39,7 @@ import { mcpMetadataRoutes } from './mcp/metadata-routes.js';
 import { mcpRoutes } from './mcp/server.js';
 import { messageRoutes } from './messages/routes.js';
 import { countRefusal, installMetrics } from './metrics/routes.js';
+import { oauthRoutes } from './oauth/routes.js';
 import type { Services } from './services.js';
 import { templateRoutes } from './templates/routes.js';
 
@@ -205,6 +206,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(async (wk) => mcpMetadataRoutes(wk as unknown as ZodApp, services));
   // MCP for connected AI apps (mcp.md): the guard pipeline with an app token as the credential (mcp/door.ts).
   await app.register(async (mcp) => mcpRoutes(mcp, services));
+  await app.register(async (oauth) => oauthRoutes(oauth, services));
   await consoleApp(app); // the console's built app at /console (console/static.ts)
 
   return app;

@@ -123,7 +123,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     limiter: createLimiter(config, clock, (accountId, period) => usage.recordedApiCalls(accountId, period), log),
     usage,
     auth: keyAuthenticator(database.db, clock),
-    apps: appAuthenticator(database.db, clock),
+    apps: appAuthenticator(database.db, clock, () => `${services.publicUrl}/mcp`),
     accountViews: new AccountViewCache(database.db, usage, clock),
     channels,
     dispatcher: { wake() {}, runOnce: async () => 0 },

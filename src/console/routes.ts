@@ -35,7 +35,7 @@ export const consoleRoutes: RoutesFn = (app, s) => {
     async (req, reply) => {
       const email = req.body.email.toLowerCase();
       const scopes = [`email:${email}`, `ip:${clientIp(req.raw, s.config.trustProxy)}`];
-      const [byEmail, byIp] = await s.limiter.loginFailures(scopes, WINDOW_MS, 0);
+      const [byEmail, byIp] = await s.limiter.windowCounts(scopes, WINDOW_MS, 0);
       if (byEmail >= MAX_PER_EMAIL || byIp >= MAX_PER_IP) {
         const seconds = Math.ceil((WINDOW_MS - (s.clock.ms() % WINDOW_MS)) / 1000);
         throw new ApiError('login_throttled', {
@@ -47,7 +47,7 @@ export const consoleRoutes: RoutesFn = (app, s) => {
       // The scrypt work is done whether the email exists or not: the answer's time tells nothing.
       const ok = await verifyPassword(req.body.password, member?.password_hash ?? null);
       if (!member || !ok || member.status !== 'active') {
-        await s.limiter.loginFailures(scopes, WINDOW_MS, 1);
+        await s.limiter.windowCounts(scopes, WINDOW_MS, 1);
         throw new ApiError('login_failed');
       }
       const { token } = await startSession(s, member.id);

@@ -622,16 +622,34 @@ export interface SocialCommentsTable {
   created_at: TsDefault;
 }
 
-/** An AI app connected through MCP (migrations/0013; docs/mcp.md). */
+/** An AI app connected through MCP (migrations/0013, 0030; docs/mcp.md): an etk_app_ token, or an OAuth client's consent. */
 export interface AiAppsTable {
   id: string;
   account_id: string;
   name: string;
-  token_hash: string;
-  prefix: string;
+  token_hash: string | null;
+  prefix: string | null;
+  oauth_client_id: string | null;
   created_at: TsDefault;
   revoked_at: Ts | null;
   last_used_at: Ts | null;
+}
+
+/** The OAuth server's models (migrations/0030; src/oauth/adapter.ts), keyed by the SHA-256 of their id. */
+export interface OauthModelsTable {
+  kind: string;
+  id_hash: string;
+  payload: Json<Record<string, unknown>>;
+  grant_id: string | null;
+  uid: string | null;
+  expires_at: Ts | null;
+  consumed_at: Ts | null;
+}
+
+export interface OauthKeysTable {
+  name: string;
+  value: Json<unknown>;
+  created_at: TsDefault;
 }
 
 export interface ReasonKeywords {
@@ -713,6 +731,8 @@ export interface Database {
   agent_turns: AgentTurnsTable;
   agent_reviews: AgentReviewsTable;
   ai_apps: AiAppsTable;
+  oauth_models: OauthModelsTable;
+  oauth_keys: OauthKeysTable;
   social_comments: SocialCommentsTable;
   reasons: ReasonsTable;
   case_classifications: CaseClassificationsTable;

@@ -80,6 +80,15 @@ export const catalogue = {
     status: 403,
     text: 'Falta el encabezado X-Chasqui-CSRF o no coincide con tu sesión. Recargá la página y probá de nuevo.',
   },
+  oauth_registration_throttled: {
+    status: 429,
+    text: (p) => `Demasiadas apps registradas desde tu dirección IP en la última hora. Probá de nuevo en ${p.minutes} minutos.`,
+  },
+  oauth_role_refused: { status: 403, text: 'Tu rol no permite conectar apps. Pedíselo a un dueño o administrador de la cuenta.' },
+  oauth_interaction_not_found: {
+    status: 404,
+    text: 'Este pedido de conexión ya no existe o venció. Volvé a la app que querías conectar y probá de nuevo.',
+  },
   role_forbidden: { status: 403, text: 'Tu rol en la cuenta no te permite hacer esto. Pedíselo a un dueño o administrador.' },
   owner_only: {
     status: 403,

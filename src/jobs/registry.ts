@@ -9,6 +9,7 @@ import { runContactImports } from '../contacts/import.js';
 import { purgeIdempotencyKeys } from '../http/idempotency.js';
 import { failSendsInDoubt } from '../messages/reconcile.js';
 import { purgeEarlyStatuses } from '../messages/status.js';
+import { purgeExpired } from '../oauth/adapter.js';
 import { webhooksJob } from '../webhooks/job.js';
 import type { Job } from './types.js';
 
@@ -50,4 +51,7 @@ export const jobs: Record<string, Job> = {
   // Imports the contact CSV imports started (contacts/import.ts); the start also runs it at once.
   // `changed` counts the contacts written.
   'contact-imports': { everyMs: 1_000, run: runContactImports },
+  // Deletes the authorization server's codes, tokens, sessions and interactions past their expiry
+  // (oauth/adapter.ts). `changed` counts the rows deleted.
+  oauth: { everyMs: 3_600_000, run: (s) => purgeExpired(s.db, s.clock.now()) },
 };

@@ -31,7 +31,7 @@ class NoLimiter implements Limiter {
   async admitAutomationStart() {
     return true;
   }
-  async loginFailures(scopes: string[]) {
+  async windowCounts(scopes: string[]) {
     return scopes.map(() => 0);
   }
   announceForget() {}

@@ -112,7 +112,7 @@ export class MemoryLimiter implements Limiter {
     return true;
   }
 
-  async loginFailures(scopes: string[], windowMs: number, add: number): Promise<number[]> {
+  async windowCounts(scopes: string[], windowMs: number, add: number): Promise<number[]> {
     const now = this.clock.ms();
     const start = now - (now % windowMs);
     if (this.logins.size >= MAX_IPS) for (const [k, w] of this.logins) if (w.start !== start) this.logins.delete(k);

@@ -220,13 +220,13 @@ export class RedisLimiter implements Limiter {
     return r.ok;
   }
 
-  async loginFailures(scopes: string[], windowMs: number, add: number): Promise<number[]> {
+  async windowCounts(scopes: string[], windowMs: number, add: number): Promise<number[]> {
     const now = this.clock.ms();
     const start = now - (now % windowMs);
     const counts: number[] = [];
     for (const scope of scopes) {
-      const r = await this.take(this.key('login', scope, start), -1, add, windowMs);
-      if (r === null) return this.fallback.loginFailures(scopes, windowMs, add);
+      const r = await this.take(this.key('window', scope, start), -1, add, windowMs);
+      if (r === null) return this.fallback.windowCounts(scopes, windowMs, add);
       counts.push(r.count);
     }
     return counts;

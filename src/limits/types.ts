@@ -61,10 +61,12 @@ export interface Limiter {
    */
   admitAutomationStart(automationId: string, perMinute: number): Promise<boolean>;
   /**
-   * Console login failures (docs/console.md "Throttling"): the failures each scope (`email:…`,
-   * `ip:…`) has in the current fixed window of `windowMs`, after counting `add` (0: only read).
+   * Fixed-window counters shared across processes: what each scope has counted in the current
+   * window of `windowMs`, after counting `add` (0: only read). Console login failures
+   * (`email:…`, `ip:…`; docs/console.md "Throttling") and OAuth client registrations per IP
+   * (`oauth-reg:…`; docs/mcp.md).
    */
-  loginFailures(scopes: string[], windowMs: number, add: number): Promise<number[]>;
+  windowCounts(scopes: string[], windowMs: number, add: number): Promise<number[]>;
   /**
    * Tells every process that an account's credentials changed (a key revoked, an app
    * disconnected, a plan changed), so their token caches forget it now rather than within their

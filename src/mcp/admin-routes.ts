@@ -9,7 +9,11 @@ const tags = ['Operator'];
 const AppView = z.object({
   id: Uuid,
   name: z.string(),
-  prefix: z.string().describe('The token’s first characters (etk_app_ + 4), to tell tokens apart'),
+  prefix: z
+    .string()
+    .nullable()
+    .describe('The token’s first characters (etk_app_ + 4), to tell tokens apart; null for an app connected with OAuth'),
+  oauthClientId: z.string().nullable().describe('The OAuth client that connected it (its consent), or null: an etk_app_ token'),
   createdAt: Timestamp,
   lastUsedAt: Timestamp.nullable().describe('When it last called /mcp (to the minute); null: never'),
 });

@@ -10,7 +10,14 @@ import { QUEUES, type QueueSnapshot, readQueues } from './queues.js';
 type MessageChannel = 'whatsapp' | 'instagram';
 type FailureKind = 'provider' | 'ours';
 type DeliveryResult = 'delivered' | 'failed' | 'retrying';
-export type LimitName = 'requests_per_minute' | 'messages_per_minute' | 'quota' | 'ip_block' | 'mcp_per_app' | 'automation_starts';
+export type LimitName =
+  | 'requests_per_minute'
+  | 'messages_per_minute'
+  | 'quota'
+  | 'ip_block'
+  | 'mcp_per_app'
+  | 'automation_starts'
+  | 'oauth_registrations';
 type LlmOutcome = 'ok' | 'error';
 
 export interface Metrics {

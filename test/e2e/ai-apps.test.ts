@@ -22,6 +22,7 @@ describe('"POST /admin/v1/accounts/{id}/ai-apps {name} → 201 {id, name, token,
       name: 'Claude de Ana',
       prefix: r.body.token.slice(0, 12),
       token: expect.stringMatching(/^etk_app_[A-Za-z0-9_-]{32,}$/),
+      oauthClientId: null,
       createdAt: expect.any(String),
       lastUsedAt: null,
     });
@@ -29,7 +30,14 @@ describe('"POST /admin/v1/accounts/{id}/ai-apps {name} → 201 {id, name, token,
     expect(stored.token_hash).not.toContain(r.body.token.slice(8));
     const list = await app.admin('GET', `/accounts/${acct.id}/ai-apps`);
     expect(list.body.data).toEqual([
-      { id: r.body.id, name: 'Claude de Ana', prefix: r.body.token.slice(0, 12), createdAt: r.body.createdAt, lastUsedAt: null },
+      {
+        id: r.body.id,
+        name: 'Claude de Ana',
+        prefix: r.body.token.slice(0, 12),
+        oauthClientId: null,
+        createdAt: r.body.createdAt,
+        lastUsedAt: null,
+      },
     ]);
     app.clock.advance(3_000);
     expect((await acct.call('GET', '/me')).body.usage.aiApps).toBe(1);
@@ -61,7 +69,11 @@ describe('"/.well-known/oauth-protected-resource (RFC 9728: resource, authorizat
     for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
       const r = await fetch(`${app.url}${path}`);
       expect(r.status).toBe(200);
-      expect(await r.json()).toMatchObject({ resource: `${app.url}/mcp`, authorization_servers: [], bearer_methods_supported: ['header'] });
+      expect(await r.json()).toMatchObject({
+        resource: `${app.url}/mcp`,
+        authorization_servers: [app.url],
+        bearer_methods_supported: ['header'],
+      });
     }
   });
 });

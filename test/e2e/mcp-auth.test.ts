@@ -72,12 +72,12 @@ async function statusOf(p: Promise<unknown>): Promise<number | 'ok'> {
 }
 
 describe('authentication (mcp.md "Connected AI apps")', () => {
-  it('"Missing/unknown/revoked → HTTP 401 with WWW-Authenticate: Bearer resource_metadata=…" and that document served (RFC 9728: resource, authorization_servers, bearer_methods_supported)', async () => {
+  it('"Missing/unknown/revoked → HTTP 401 with WWW-Authenticate: Bearer resource_metadata=…, scope" and that document served (RFC 9728: resource, authorization_servers = this server, scopes_supported, bearer_methods_supported)', async () => {
     const missing = await rpc(app, null, toolCall(1));
     expect(missing.status).toBe(401);
     expect(missing.body).toEqual({ error: expect.any(String), cause: null });
     const challenge = missing.headers.get('www-authenticate');
-    expect(challenge).toBe(`Bearer resource_metadata="${app.url}/.well-known/oauth-protected-resource"`);
+    expect(challenge).toBe(`Bearer resource_metadata="${app.url}/.well-known/oauth-protected-resource/mcp", scope="mcp"`);
     const unknown = await rpc(app, `etk_app_${'x'.repeat(40)}`, toolCall(2));
     expect(unknown.status).toBe(401);
     expect(unknown.headers.get('www-authenticate')).toBe(challenge);
@@ -86,11 +86,12 @@ describe('authentication (mcp.md "Connected AI apps")', () => {
     expect(await statusOf(mcpClient(app, null))).toBe(401);
     const res = await fetch(`${app.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     const { resourceMetadataUrl } = extractWWWAuthenticateParams(res);
-    expect(resourceMetadataUrl?.href).toBe(`${app.url}/.well-known/oauth-protected-resource`);
+    expect(resourceMetadataUrl?.href).toBe(`${app.url}/.well-known/oauth-protected-resource/mcp`);
     const metadata = await discoverOAuthProtectedResourceMetadata(`${app.url}/mcp`, { resourceMetadataUrl: resourceMetadataUrl! });
     expect(metadata).toMatchObject({
       resource: `${app.url}/mcp`,
-      authorization_servers: expect.any(Array),
+      authorization_servers: [app.url],
+      scopes_supported: ['mcp'],
       bearer_methods_supported: ['header'],
     });
     // The document needs no token and is plain JSON.

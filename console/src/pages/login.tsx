@@ -1,5 +1,6 @@
 // /console/login: Email, Contraseña, Ingresar (console.md "Pages"). A failure is announced in a
-// live region; 429 says to wait; success goes to the inbox.
+// live region; 429 says to wait; success goes to the inbox, or back to the console page that sent
+// the member here (`siguiente`, only a path of the console itself).
 import { useRef, useState } from 'preact/hooks';
 import { ApiError, call } from '../api/client';
 import { useFocusOnChange } from '../focus';
@@ -9,7 +10,7 @@ import { Field } from '../ui/field';
 
 const notices: Record<string, string> = { 'contrasena-guardada': texts.passwordSaved, 'sesion-cerrada': texts.sessionEnded };
 
-export function LoginPage({ notice }: { notice: string | null }) {
+export function LoginPage({ notice, next }: { notice: string | null; next?: string | null }) {
   const heading = useRef<HTMLHeadingElement>(null);
   useFocusOnChange(heading, 'login');
   const [error, setError] = useState('');
@@ -22,7 +23,7 @@ export function LoginPage({ notice }: { notice: string | null }) {
     setError('');
     try {
       await call('POST', `${BASE}/api/login`, { email: String(form.get('email')), password: String(form.get('password')) });
-      navigate(`${BASE}/conversaciones`);
+      navigate(next && /^\/console\/[\w/-]+$/.test(next) ? next : `${BASE}/conversaciones`);
     } catch (err) {
       const e = err instanceof ApiError ? err : new ApiError(0, texts.offline);
       if (e.status === 401) setError(texts.loginFailed);

@@ -11,7 +11,8 @@ import { formatTime, configTexts as t } from './texts';
 interface AiApp {
   id: string;
   name: string;
-  prefix: string;
+  prefix: string | null;
+  oauthClientId: string | null;
   createdAt: string;
   lastUsedAt: string | null;
 }
@@ -65,9 +66,7 @@ function AppRow({ base, app: a, action, onChanged }: { base: string; app: AiApp;
       <th scope="row" id={rowId}>
         {a.name}
       </th>
-      <td data-label="Prefijo">
-        <code>{a.prefix}…</code>
-      </td>
+      <td data-label="Prefijo">{a.prefix ? <code>{a.prefix}…</code> : 'conectada con OAuth'}</td>
       <td data-label="Conectada">{formatTime(a.createdAt)}</td>
       <td data-label="Último uso">{a.lastUsedAt ? formatTime(a.lastUsedAt) : t.neverUsed}</td>
       <td>

@@ -1,0 +1,86 @@
+// The authorization server for AI apps (docs/mcp.md "Connecting with OAuth"; MCP's authorization
+// spec): oidc-provider, issuer = PUBLIC_URL, mounted under /oauth, its state in our database
+// (adapter.ts) and its keys too (keys.ts). Our choices on top of its defaults:
+// - PKCE (S256) for every client; the RFC 8707 `resource` is required and must be exactly
+//   {PUBLIC_URL}/mcp, whose only scope is `mcp`; access tokens are opaque, 1 h, bound to it;
+// - open dynamic registration (redirect URIs checked and native apps recognised in routes.ts);
+// - refresh tokens for every client without asking `offline_access`, rotated at every use (a
+//   reused one revokes the family);
+// - the person logs in with the console's session and consents on the console's page
+//   (/console/conectar/<uid>, consent.ts).
+import Provider, { type Configuration, errors, type KoaContextWithOIDC } from 'oidc-provider';
+import type { Services } from '../services.js';
+import { adapterClass } from './adapter.js';
+import { oauthKeys } from './keys.js';
+
+export const OAUTH_PREFIX = '/oauth';
+export const MCP_SCOPE = 'mcp';
+const ACCESS_TOKEN_TTL_S = 3600;
+
+/** The one resource this server issues tokens for: the MCP endpoint, exactly as clients call it. */
+export const mcpResource = (s: Pick<Services, 'publicUrl'>): string => `${s.publicUrl}/mcp`;
+
+export async function createOauthProvider(s: Services): Promise<Provider> {
+  const keys = await oauthKeys(s.db);
+  const resource = mcpResource(s);
+  const secure = s.publicUrl.startsWith('https:');
+  const configuration: Configuration = {
+    adapter: adapterClass(s.db),
+    clients: [],
+    jwks: keys.jwks as Configuration['jwks'],
+    cookies: {
+      keys: keys.cookieKeys,
+      long: { signed: true, secure, sameSite: 'lax' },
+      short: { signed: true, secure, sameSite: 'lax' },
+    },
+    findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
+    scopes: [MCP_SCOPE],
+    claims: { openid: ['sub'] },
+    features: {
+      devInteractions: { enabled: false },
+      registration: { enabled: true, initialAccessToken: false, issueRegistrationAccessToken: false },
+      revocation: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        // The resource is required on the authorization request (RFC 8707; mcp.md).
+        async defaultResource(_ctx, _client, oneOf) {
+          if (oneOf) return oneOf;
+          throw new errors.InvalidTarget(`resource is required: ${resource}`);
+        },
+        async getResourceServerInfo(_ctx, indicator) {
+          if (indicator !== resource) throw new errors.InvalidTarget(`the only resource is ${resource}`);
+          return { scope: MCP_SCOPE, audience: resource, accessTokenTTL: ACCESS_TOKEN_TTL_S, accessTokenFormat: 'opaque' };
+        },
+        useGrantedResource: async () => true,
+      },
+    },
+    clientDefaults: {
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+      id_token_signed_response_alg: 'ES256',
+    },
+    responseTypes: ['code'],
+    pkce: { required: () => true },
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    rotateRefreshToken: true,
+    ttl: {
+      AccessToken: ACCESS_TOKEN_TTL_S,
+      AuthorizationCode: 60,
+      RefreshToken: 30 * 24 * 3600,
+      Grant: 365 * 24 * 3600,
+      Interaction: 3600,
+      Session: 14 * 24 * 3600,
+      IdToken: 3600,
+    },
+    interactions: { url: async (_ctx: KoaContextWithOIDC, interaction) => `/console/conectar/${interaction.uid}` },
+    async renderError(ctx, out) {
+      ctx.type = 'html';
+      const text = (v: unknown) => String(v ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+      ctx.body = `<!doctype html><html lang="es"><head><meta charset="utf-8"><title>No se pudo conectar</title></head><body><main><h1>No se pudo conectar la app</h1><p>${text(out.error_description ?? out.error)}</p><p>Volvé a la app que querías conectar y probá de nuevo.</p></main></body></html>`;
+    },
+  };
+  const provider = new Provider(s.publicUrl, configuration);
+  provider.proxy = s.config.trustProxy;
+  return provider;
+}
