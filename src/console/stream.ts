@@ -11,7 +11,7 @@ import { ApiError } from '../http/errors.js';
 import type { RoutesFn } from '../http/schemas.js';
 import { isUuid } from '../lib/ids.js';
 import type { Services } from '../services.js';
-import type { LiveEvent } from './bus.js';
+import { frameOf, type LiveBatch, type LiveEvent } from './bus.js';
 import { ABSOLUTE_MS, COOKIE, IDLE_MS, sessionOf } from './sessions.js';
 
 export const MAX_PER_MEMBER = 20;
@@ -39,8 +39,6 @@ async function sessionValidUntil(s: Services, tokenHash: string): Promise<number
 
 /** A client this far behind (bytes waiting to be sent) is closed; it resumes with Last-Event-ID. */
 const MAX_BUFFERED = 1_000_000;
-
-const frame = (e: LiveEvent): string => `id: ${e.id}\nevent: ${e.kind}\ndata: ${e.data}\n\n`;
 
 export const streamRoutes: RoutesFn = (app, s) => {
   /** This process's open streams per member, oldest first. */
@@ -78,11 +76,21 @@ export const streamRoutes: RoutesFn = (app, s) => {
       // null when events are written as they come.
       let waiting: LiveEvent[] | null = [];
       const sent = new Set<string>();
+      const written = () => {
+        if (res.writableLength > MAX_BUFFERED) stream.close();
+      };
       const write = (e: LiveEvent) => {
         if (closed || sent.has(e.id)) return;
-        e.frame ??= frame(e);
-        res.write(e.frame);
-        if (res.writableLength > MAX_BUFFERED) stream.close();
+        res.write(frameOf(e));
+        written();
+      };
+      /** A batch as one write (its frames were encoded once for every stream of the account). */
+      const writeBatch = (b: LiveBatch) => {
+        if (sent.size > 0) for (const e of b.events) write(e);
+        else if (!closed) {
+          res.write(b.frames);
+          written();
+        }
       };
       /** Re-reads the session, holding events meanwhile; false (and the stream closed) when it ended. */
       const recheck = async (): Promise<boolean> => {
@@ -99,12 +107,12 @@ export const streamRoutes: RoutesFn = (app, s) => {
         for (const e of held) write(e);
         return true;
       };
-      const deliver = (e: LiveEvent) => {
+      const deliver = (b: LiveBatch) => {
         if (closed) return;
-        if (waiting) waiting.push(e);
-        else if (s.clock.ms() <= validUntil) write(e);
+        if (waiting) waiting.push(...b.events);
+        else if (s.clock.ms() <= validUntil) writeBatch(b);
         else {
-          waiting = [e];
+          waiting = [...b.events];
           void recheck();
         }
       };
@@ -150,7 +158,7 @@ export const streamRoutes: RoutesFn = (app, s) => {
             .execute();
           for (const e of missed) {
             if (closed) return;
-            res.write(frame(e));
+            res.write(frameOf(e));
             sent.add(e.id);
           }
         }
