@@ -216,6 +216,10 @@ export const catalogue = {
     text: 'La cuenta no tiene números conectados a la API de WhatsApp Cloud. Conectá uno con provider cloud y probá de nuevo.',
   },
   cloud_sync_failed: { status: 502, text: (p) => `No pudimos traer las plantillas de WhatsApp: ${p.reason}` },
+  cloud_template_refused: {
+    status: 502,
+    text: (p) => `WhatsApp no aceptó la plantilla para revisión: ${p.reason}. Revisá el nombre, el texto y los ejemplos y probá de nuevo.`,
+  },
   // 409
   window_closed: {
     status: 409,

@@ -1,5 +1,7 @@
 // Operator API: templates (operator.md, "Channel numbers"). The app creates
 // them and moves their status (the channel's approval); DELETE is soft: sending it then → 404.
+import type { CloudProvider } from '../channel/cloud/provider.js';
+import { submitTemplate, syncedTemplateView } from '../channel/cloud/templates.js';
 import { errors, IdParams, type RoutesFn } from '../http/schemas.js';
 import { TemplateInput, TemplateList, TemplateParams, TemplatePatch, TemplateQuery } from './schemas.js';
 import { createTemplate, deleteTemplate, listTemplates, setTemplateStatus, templateView } from './service.js';
@@ -7,11 +9,21 @@ import { createTemplate, deleteTemplate, listTemplates, setTemplateStatus, templ
 export const templateAdminRoutes: RoutesFn = (app, s) => {
   app.post(
     '/accounts/:id/templates',
-    { schema: { summary: 'Create a template (status PENDING unless given)', tags: ['Operator'], params: IdParams, body: TemplateInput } },
+    {
+      schema: {
+        summary:
+          'Create a template (status PENDING unless given); on an account with a Cloud API number it is submitted to Meta for review',
+        tags: ['Operator'],
+        params: IdParams,
+        body: TemplateInput,
+      },
+    },
     async (req, reply) => {
       const { account } = req;
       const row = await createTemplate(s.db, account.id, req.body, s.clock.now());
-      return reply.code(201).send(templateView(row));
+      // The runtime always registers the cloud provider: its Graph client is shared.
+      const submitted = await submitTemplate(s, (s.channels.unpaced('cloud') as CloudProvider).graph, row);
+      return reply.code(201).send(submitted ? syncedTemplateView(submitted) : templateView(row));
     },
   );
 

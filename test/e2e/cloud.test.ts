@@ -804,6 +804,72 @@ describe('templates from the WhatsApp Business Account (issue 5 point 5)', () =>
     expect(res.body.error).toMatch(/token/);
   });
 
+  it("a template created on an account with a Cloud number is submitted to Meta (named parameters, their examples), stored with Meta's id and PENDING; its approval arrives by webhook; Meta refusing it → 502 and nothing stored", async () => {
+    const n = await cloudAccount();
+    const name = `envio_${digits(6)}`;
+    const res = await app.admin('POST', `/accounts/${n.acc.id}/templates`, {
+      name,
+      category: 'UTILITY',
+      language: 'es_AR',
+      body: 'Hola {{nombre}}, tu pedido {{pedido}} ya salió.',
+      variables: [
+        { name: 'nombre', label: 'Nombre', example: 'Ana' },
+        { name: 'pedido', label: 'Número de pedido', example: '1234' },
+      ],
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body).toMatchObject({ name, status: 'PENDING', externalId: expect.stringMatching(/^\d+$/) });
+    const submitted = fake.calls.filter((c) => c.method === 'POST' && c.path.endsWith(`/${n.wabaId}/message_templates`));
+    expect(submitted).toHaveLength(1);
+    expect(submitted[0]!.headers.authorization).toBe(`Bearer ${n.token}`);
+    expect(submitted[0]!.body).toEqual({
+      name,
+      language: 'es_AR',
+      category: 'UTILITY',
+      parameter_format: 'named',
+      components: [
+        {
+          type: 'BODY',
+          text: 'Hola {{nombre}}, tu pedido {{pedido}} ya salió.',
+          example: {
+            body_text_named_params: [
+              { param_name: 'nombre', example: 'Ana' },
+              { param_name: 'pedido', example: '1234' },
+            ],
+          },
+        },
+      ],
+    });
+    // Meta approves it: the status webhook names Meta's id.
+    await postWebhook(
+      envelope({
+        id: n.wabaId,
+        time: Number(unix()),
+        changes: [
+          { field: 'message_template_status_update', value: { event: 'APPROVED', message_template_id: Number(res.body.externalId) } },
+        ],
+      }),
+      n.appSecret,
+    );
+    const listed = await n.acc.call('GET', `/templates/${res.body.id}`);
+    expect(listed.body.status).toBe('APPROVED');
+
+    // The same name and language again: Meta refuses; nothing is stored.
+    const again = await app.admin('DELETE', `/accounts/${n.acc.id}/templates/${res.body.id}`);
+    expect(again.status).toBe(204);
+    const refused = await app.admin('POST', `/accounts/${n.acc.id}/templates`, {
+      name,
+      category: 'UTILITY',
+      language: 'es_AR',
+      body: 'Hola de nuevo.',
+      variables: [],
+    });
+    expect(refused.status).toBe(502);
+    expect(refused.body.error).toMatch(/^WhatsApp no aceptó la plantilla para revisión/);
+    const all = await app.admin('GET', `/accounts/${n.acc.id}/templates`);
+    expect(all.body.data.filter((t: { name: string }) => t.name === name)).toEqual([]);
+  });
+
   it('message_template_status_update webhooks move a template through APPROVED, PAUSED, REJECTED and DISABLED', async () => {
     const n = await cloudAccount();
     const meta = namedTemplate(`estado_${digits(6)}`, 'PENDING');

@@ -1,6 +1,8 @@
 // A local fake of Meta's Graph API (the WhatsApp Cloud API), speaking its documented JSON:
 //   POST /{version}/{phone-number-id}/messages → {messaging_product, contacts: [{input, wa_id}], messages: [{id}]}
 //   GET  /{version}/{waba-id}/message_templates → {data: [...], paging: {cursors: {before, after}, next?}}
+//   POST /{version}/{waba-id}/message_templates {name, language, category, components} → {id, status: "PENDING", category}
+//     (the template is then listed with that status; a name already listed in that language → error 100 / subcode 2388024)
 //   errors → {error: {message, type, code, error_data: {messaging_product, details}, fbtrace_id}}
 // A send's `biz_opaque_callback_data` (a string up to 512 characters) is kept and echoed in the
 // status webhooks the fake writes for it (statusWebhook), as Meta does.
@@ -221,6 +223,31 @@ export async function startFakeGraph(): Promise<FakeGraph> {
       if (refused) return graphError(res, refused);
       const { wamid } = send ?? accept(id, b as { to: string });
       return json(res, 200, { messaging_product: 'whatsapp', contacts: [{ input: b!.to, wa_id: b!.to }], messages: [{ id: wamid }] });
+    }
+    if (call.method === 'POST' && edge === 'message_templates') {
+      const t = (call.body ?? {}) as { name?: string; language?: string; category?: string; components?: unknown[] };
+      const list = templates.get(id) ?? [];
+      if (!t.name || !t.language || !t.category || !Array.isArray(t.components))
+        return graphError(res, { status: 400, code: 100, type: 'OAuthException', message: 'Invalid parameter' });
+      if (
+        list.some(
+          (x) => (x as { name?: string; language?: string }).name === t.name && (x as { language?: string }).language === t.language,
+        )
+      )
+        return graphError(res, {
+          status: 400,
+          code: 100,
+          type: 'OAuthException',
+          message: 'Invalid parameter',
+          details: `Content in this language already exists for ${t.name}`,
+        });
+      const created = {
+        id: String(10_000_000 + list.length + Math.floor(Math.random() * 1_000_000)),
+        status: 'PENDING',
+        category: t.category,
+      };
+      templates.set(id, [...list, { ...t, ...created }]);
+      return json(res, 200, created);
     }
     if (call.method === 'GET' && edge === 'message_templates') {
       const all = templates.get(id) ?? [];

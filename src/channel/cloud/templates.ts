@@ -220,3 +220,73 @@ export async function applyTemplateUpdate(s: Services, accountIds: string[], u: 
   const change = { templateId: u.templateId || null, name: u.name || null, language: u.language || null, status: u.status, category };
   return applyChannelTemplateChange(s.db, accountIds, change, s.clock.now());
 }
+
+/** What Graph answers a template creation (POST /{waba-id}/message_templates). */
+interface GraphCreated {
+  id?: string;
+  status?: string;
+  category?: string;
+}
+
+/**
+ * A template created on an account with a Cloud API number goes to Meta for review (docs/cloud.md
+ * "Templates"): POST /{waba-id}/message_templates of the account's default Cloud number's WABA,
+ * with named parameters and each variable's example. The stored row takes Meta's id, status and
+ * category; its review then moves by webhook (message_template_status_update) or `templates/sync`.
+ * Answers the row as it is now, or null when the account has no Cloud number (nothing to submit).
+ * If Meta refuses it, the local row is removed and the answer is a 502 with Meta's reason.
+ */
+export async function submitTemplate(s: Services, graph: GraphClient, row: TemplateRow): Promise<TemplateRow | null> {
+  const number = await s.db
+    .selectFrom('phone_numbers')
+    .selectAll()
+    .where('account_id', '=', row.account_id)
+    .where('provider', '=', 'cloud')
+    .where('cloud_waba_id', 'is not', null)
+    .where('cloud_access_token', 'is not', null)
+    .orderBy('is_default', 'desc')
+    .orderBy('id')
+    .executeTakeFirst();
+  if (!number) return null;
+  const body = {
+    name: row.name,
+    language: row.language,
+    category: row.category,
+    parameter_format: 'named',
+    components: [
+      {
+        type: 'BODY',
+        text: row.body,
+        ...(row.variables.length > 0
+          ? { example: { body_text_named_params: row.variables.map((v) => ({ param_name: v.name, example: v.example || v.label })) } }
+          : {}),
+      },
+    ],
+  };
+  let created: GraphCreated | null;
+  try {
+    created = await graph.call<GraphCreated>(
+      'POST',
+      `${encodeURIComponent(number.cloud_waba_id!)}/message_templates`,
+      number.cloud_access_token!,
+      body,
+    );
+  } catch (err) {
+    const pe = providerErrorFrom(err);
+    s.log.warn({ accountId: row.account_id, templateId: row.id, code: pe.code, kind: pe.kind }, 'cloud template refused');
+    await s.db.deleteFrom('templates').where('id', '=', row.id).execute();
+    throw new ApiError('cloud_template_refused', { params: { reason: pe.reason } });
+  }
+  const category = (created?.category ?? '').toUpperCase();
+  return s.db
+    .updateTable('templates')
+    .set({
+      external_id: created?.id ? String(created.id) : null,
+      status: templateStatusFrom(created?.status) ?? 'PENDING',
+      category: CATEGORIES.has(category) ? category : row.category,
+      updated_at: s.clock.now(),
+    })
+    .where('id', '=', row.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}

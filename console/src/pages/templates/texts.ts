@@ -11,7 +11,7 @@ export const templateTexts = {
   bodyHint: 'Escribí cada variable entre llaves dobles, por ejemplo {{nombre}}. Abajo aparece una fila por variable.',
   noVariables: 'El texto no tiene variables.',
   cloudCreate:
-    'Tu cuenta usa un número de WhatsApp Cloud: Meta revisa las plantillas en su WhatsApp Manager. Creala también ahí con el mismo nombre e idioma y tocá Sincronizar para traer su estado.',
+    'Tu cuenta usa un número de WhatsApp Cloud: al guardarla, la plantilla va a Meta para su revisión. Queda «En revisión» hasta que Meta la apruebe o la rechace; esta lista se actualiza sola.',
   pendingHint: 'Las plantillas pendientes se revisan en Meta; esta lista se actualiza sola.',
 };
 
