@@ -3,13 +3,19 @@
 // (adapter.ts) and its keys too (keys.ts). Our choices on top of its defaults:
 // - PKCE (S256) for every client; the RFC 8707 `resource` is required and must be exactly
 //   {PUBLIC_URL}/mcp, whose only scope is `mcp`; access tokens are opaque, 1 h, bound to it;
-// - open dynamic registration (redirect URIs checked and native apps recognised in routes.ts);
+// - open dynamic registration (redirect URIs checked and native apps recognised in routes.ts), and
+//   Client ID Metadata Documents (an https client_id whose JSON names the client), fetched
+//   through the webhooks' SSRF guard and cached;
 // - refresh tokens for every client without asking `offline_access`, rotated at every use (a
 //   reused one revokes the family);
 // - the person logs in with the console's session and consents on the console's page
 //   (/console/conectar/<uid>, consent.ts).
 import Provider, { type Configuration, errors, type KoaContextWithOIDC } from 'oidc-provider';
+import { fetch as undiciFetch } from 'undici';
+import { forgetCredentials } from '../keys/service.js';
 import type { Services } from '../services.js';
+import { createAgent } from '../webhooks/send.js';
+import { assertPublicUrl } from '../webhooks/ssrf.js';
 import { adapterClass } from './adapter.js';
 import { oauthKeys } from './keys.js';
 
@@ -24,6 +30,9 @@ export async function createOauthProvider(s: Services): Promise<Provider> {
   const keys = await oauthKeys(s.db);
   const resource = mcpResource(s);
   const secure = s.publicUrl.startsWith('https:');
+  // Client ID Metadata Documents are fetched like webhooks are sent: private and loopback
+  // addresses refused (unless ALLOW_PRIVATE_WEBHOOKS, never in production), bounded time.
+  const cimdAgent = createAgent({ allowPrivate: s.config.allowPrivateWebhooks, connectionsPerOrigin: 2, timeoutMs: 2_500 });
   const configuration: Configuration = {
     adapter: adapterClass(s.db),
     clients: [],
@@ -33,6 +42,8 @@ export async function createOauthProvider(s: Services): Promise<Provider> {
       long: { signed: true, secure, sameSite: 'lax' },
       short: { signed: true, secure, sameSite: 'lax' },
     },
+    fetch: ((url: string | URL, options: Record<string, unknown>) =>
+      undiciFetch(url, { ...options, dispatcher: cimdAgent })) as unknown as Configuration['fetch'],
     findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
     scopes: [MCP_SCOPE],
     claims: { openid: ['sub'] },
@@ -40,6 +51,19 @@ export async function createOauthProvider(s: Services): Promise<Provider> {
       devInteractions: { enabled: false },
       registration: { enabled: true, initialAccessToken: false, issueRegistrationAccessToken: false },
       revocation: { enabled: true },
+      clientIdMetadataDocument: {
+        enabled: true,
+        ack: 'draft-02',
+        async allowFetch(_ctx, clientId) {
+          if (s.config.allowPrivateWebhooks) return true;
+          try {
+            await assertPublicUrl(new URL(clientId));
+            return true;
+          } catch {
+            return false;
+          }
+        },
+      },
       resourceIndicators: {
         enabled: true,
         // The resource is required on the authorization request (RFC 8707; mcp.md).
@@ -82,5 +106,14 @@ export async function createOauthProvider(s: Services): Promise<Provider> {
   };
   const provider = new Provider(s.publicUrl, configuration);
   provider.proxy = s.config.trustProxy;
+  // /mcp caches a token's app for 2 s (mcp/apps.ts): a token revoked here (revocation endpoint, a
+  // reused refresh token revoking its family) is forgotten at once, in every process.
+  provider.on('access_token.destroyed', (token: { accountId?: string }) => {
+    if (token.accountId) forgetCredentials(s, token.accountId);
+  });
+  provider.on('grant.revoked', (ctx: KoaContextWithOIDC) => {
+    const accountId = ctx.oidc?.entities?.RefreshToken?.accountId ?? ctx.oidc?.entities?.Grant?.accountId;
+    if (accountId) forgetCredentials(s, accountId);
+  });
   return provider;
 }

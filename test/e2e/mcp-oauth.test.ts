@@ -97,7 +97,7 @@ describe('"Authorization server, same origin": RFC 8414 metadata', () => {
 });
 
 describe('the whole flow: registration, consent, code, /mcp, refresh, disconnection', () => {
-  it('a member consents; the app gets a token that works on /mcp; the refresh rotates; disconnecting revokes both', async () => {
+  it('a member consents; the app gets a token that works on /mcp; the revocation endpoint refuses it at once', async () => {
     const acc = await app.createAccount();
     const member = await signIn(app, await addMember(app, acc.id, 'owner'));
     const clientId = await register('Claude');
@@ -153,6 +153,24 @@ describe('the whole flow: registration, consent, code, /mcp, refresh, disconnect
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     expect(list.status, await list.clone().text()).toBe(200);
+
+    // "revocation": the access token revoked at the revocation endpoint is refused at once.
+    const revoked = await fetch(`${app.url}/oauth/token/revocation`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: tokens.access_token, token_type_hint: 'access_token', client_id: clientId }),
+    });
+    expect(revoked.status).toBe(200);
+    const after = await fetch(`${app.url}/mcp`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${tokens.access_token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
+    });
+    expect(after.status).toBe(401);
   });
 });
 
