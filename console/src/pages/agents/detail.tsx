@@ -3,6 +3,7 @@
 import { useRef, useState } from 'preact/hooks';
 import { call } from '../../api/client';
 import { useFocusOnChange } from '../../focus';
+import { Feedback, Loading } from '../../ui/feedback';
 import { messageOf, useLoad } from '../config/load';
 import { AgentForm } from './config-form';
 import { Reviews } from './reviews';
@@ -30,13 +31,7 @@ export function AgentDetail({ base, id, onDenied }: { base: string; id: string; 
     return (
       <>
         {title}
-        {one.error ? (
-          <p role="alert" class="form-error">
-            {one.error}
-          </p>
-        ) : (
-          <p role="status">{t.loading}</p>
-        )}
+        <Loading error={one.error} loading={t.loading} />
       </>
     );
 
@@ -66,14 +61,7 @@ export function AgentDetail({ base, id, onDenied }: { base: string; id: string; 
           {active ? 'Pausar' : 'Activar'}
         </button>
       </p>
-      <p role="status" class="notice">
-        {message}
-      </p>
-      {error && (
-        <p role="alert" class="form-error">
-          {error}
-        </p>
-      )}
+      <Feedback status={message} error={error} />
       <section aria-labelledby="agent-numbers">
         <h2 id="agent-numbers">Números</h2>
         {numbers.data &&

@@ -3,6 +3,7 @@
 // `Volver a revisar` per row (POST …/reviews/{reviewId}/rerun: one model call, then the row again).
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../../api/client';
+import { Feedback } from '../../ui/feedback';
 import { messageOf } from '../config/load';
 import { formatTime, agentTexts as t } from './texts';
 
@@ -55,14 +56,7 @@ export function Reviews({ path, enabled }: { path: string; enabled: boolean }) {
       <button type="button" class="secondary" onClick={() => setTick((n) => n + 1)}>
         Actualizar
       </button>
-      <p role="status" class="notice">
-        {status}
-      </p>
-      {error && (
-        <p role="alert" class="form-error">
-          {error}
-        </p>
-      )}
+      <Feedback status={status} error={error} />
       {rows?.length === 0 && <p class="hint">{t.reviewsEmpty}</p>}
       {rows && rows.length > 0 && (
         <div class="table-scroll">

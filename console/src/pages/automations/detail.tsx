@@ -3,6 +3,7 @@
 import { useRef, useState } from 'preact/hooks';
 import { call } from '../../api/client';
 import { useFocusOnChange } from '../../focus';
+import { Feedback, Loading } from '../../ui/feedback';
 import { Field } from '../../ui/field';
 import { messageOf, useLoad } from '../config/load';
 import { FlowEditor } from './editor';
@@ -35,13 +36,7 @@ export function AutomationDetail({ base, id, onDenied }: { base: string; id: str
     return (
       <>
         {title}
-        {one.error ? (
-          <p role="alert" class="form-error">
-            {one.error}
-          </p>
-        ) : (
-          <p role="status">{t.loading}</p>
-        )}
+        <Loading error={one.error} loading={t.loading} />
       </>
     );
 
@@ -65,14 +60,7 @@ export function AutomationDetail({ base, id, onDenied }: { base: string; id: str
           }}
         />
       </p>
-      <p role="status" class="notice">
-        {message}
-      </p>
-      {error && (
-        <p role="alert" class="form-error">
-          {error}
-        </p>
-      )}
+      <Feedback status={message} error={error} />
       <section aria-labelledby="flujo">
         <h2 id="flujo">Flujo</h2>
         <FlowEditor

@@ -4,6 +4,7 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { call } from '../../api/client';
 import { subscribe } from '../../api/live';
+import { Feedback } from '../../ui/feedback';
 import { messageOf } from '../config/load';
 import { formatTime, autoTexts as t } from './texts';
 
@@ -66,14 +67,7 @@ export function Executions({ path, version }: { path: string; version: number })
       <button type="button" class="secondary" onClick={() => setTick((n) => n + 1)}>
         Actualizar
       </button>
-      <p role="status" class="notice">
-        {status}
-      </p>
-      {error && (
-        <p role="alert" class="form-error">
-          {error}
-        </p>
-      )}
+      <Feedback status={status} error={error} />
       {rows?.length === 0 && <p class="hint">{t.execEmpty}</p>}
       {rows && rows.length > 0 && (
         <div class="table-scroll">

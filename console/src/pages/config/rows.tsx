@@ -3,6 +3,7 @@
 // and a destructive action asked twice (`Sí, …` / `Cancelar`), as Claves de API does.
 import type { ComponentChildren } from 'preact';
 import { useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { Feedback, Loading } from '../../ui/feedback';
 import { messageOf } from './load';
 
 export interface Action {
@@ -36,18 +37,7 @@ export function useAction(): Action {
 
 /** The outcome of a section's last action: a status line, or the server's error text. */
 export function Outcome({ action }: { action: Action }) {
-  return (
-    <>
-      <p role="status" class="hint">
-        {action.status}
-      </p>
-      {action.error && (
-        <p role="alert" class="form-error">
-          {action.error}
-        </p>
-      )}
-    </>
-  );
+  return <Feedback status={action.status} error={action.error} />;
 }
 
 /** `question`, then `Sí, <verb>` and `Cancelar` (focused: Enter does not destroy by accident). */
@@ -91,11 +81,5 @@ export function Part({ id, title, children }: { id: string; title: string; child
 
 /** The load's error, or `Cargando…` until the data is there. */
 export function Pending({ error, loading }: { error: string; loading: string }) {
-  return error ? (
-    <p role="alert" class="form-error">
-      {error}
-    </p>
-  ) : (
-    <p class="hint">{loading}</p>
-  );
+  return <Loading error={error} loading={loading} />;
 }
