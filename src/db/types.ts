@@ -718,7 +718,24 @@ export interface InboundQueueKeysTable {
   queue_id: string;
 }
 
+/** The audit trail (migrations/0032; src/audit/trail.ts): append-only, one row per security-relevant action. */
+export interface AuditLogTable {
+  id: string;
+  account_id: string | null;
+  at: Ts;
+  actor_type: 'operator' | 'member' | 'api_key' | 'ai_app' | 'system';
+  actor_id: string | null;
+  actor_name: string | null;
+  action: string;
+  target_type: string | null;
+  target_id: string | null;
+  request_id: string | null;
+  ip: string | null;
+  changes: Json<Record<string, unknown>>;
+}
+
 export interface Database {
+  audit_log: AuditLogTable;
   members: MembersTable;
   member_invites: MemberInvitesTable;
   member_sessions: MemberSessionsTable;
