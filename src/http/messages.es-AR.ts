@@ -815,3 +815,25 @@ export const variableLabels = {
   header: (n: string) => `Encabezado ${n}`,
   button: (n: number, text?: string) => `Botón ${n}${text ? ` (${text})` : ''}`,
 };
+
+/**
+ * The authorization server's error page (oauth/provider.ts renderError): what a person reads when
+ * an app's connection request cannot go back to the app. By OAuth error code; the code and the
+ * library's own English description are shown below it as the technical detail for support.
+ */
+export const oauthPageTexts: Record<string, string> = {
+  invalid_client:
+    'No reconocemos la app que querías conectar: su registro no existe, venció o no se pudo leer. Volvé a la app y agregá el conector de nuevo; si sigue pasando, avisale a quien hizo la app.',
+  invalid_client_metadata: 'No pudimos leer los datos de la app que querías conectar. Avisale a quien hizo la app.',
+  invalid_redirect_uri: 'La app pidió volver a una dirección que no registró. Volvé a la app y agregá el conector de nuevo.',
+  invalid_request: 'El pedido de conexión de la app está incompleto o mal armado. Volvé a la app y probá de nuevo.',
+  invalid_scope: 'La app pidió permisos que Chasqui no da. Avisale a quien hizo la app.',
+  invalid_target: 'La app pidió conectarse a un servidor que no es este. Revisá la dirección del conector: tiene que terminar en /mcp.',
+  access_denied: 'La conexión fue cancelada. Si fue sin querer, volvé a la app y probá de nuevo.',
+  unauthorized_client: 'Esta app no puede conectarse de esta forma. Avisale a quien hizo la app.',
+  unsupported_response_type: 'Esta app pide conectarse de una forma que Chasqui no admite. Avisale a quien hizo la app.',
+  server_error: 'Algo falló de nuestro lado. Probá de nuevo en unos minutos.',
+  temporarily_unavailable: 'El servicio está ocupado. Probá de nuevo en unos minutos.',
+};
+/** The page's text for an error code we have no sentence for. */
+export const oauthPageFallback = 'No pudimos completar la conexión. Volvé a la app que querías conectar y probá de nuevo.';

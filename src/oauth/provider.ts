@@ -12,6 +12,7 @@
 //   (/console/conectar/<uid>, consent.ts).
 import Provider, { type Configuration, errors, type KoaContextWithOIDC } from 'oidc-provider';
 import { fetch as undiciFetch } from 'undici';
+import { oauthPageFallback, oauthPageTexts } from '../http/messages.es-AR.js';
 import { forgetCredentials } from '../keys/service.js';
 import type { Services } from '../services.js';
 import { createAgent } from '../webhooks/send.js';
@@ -101,7 +102,9 @@ export async function createOauthProvider(s: Services): Promise<Provider> {
     async renderError(ctx, out) {
       ctx.type = 'html';
       const text = (v: unknown) => String(v ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-      ctx.body = `<!doctype html><html lang="es"><head><meta charset="utf-8"><title>No se pudo conectar</title></head><body><main><h1>No se pudo conectar la app</h1><p>${text(out.error_description ?? out.error)}</p><p>Volvé a la app que querías conectar y probá de nuevo.</p></main></body></html>`;
+      const said = oauthPageTexts[String(out.error)] ?? oauthPageFallback;
+      const detail = [out.error, out.error_description].filter(Boolean).join(': ');
+      ctx.body = `<!doctype html><html lang="es"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>No se pudo conectar</title><style>body{font:16px/1.5 system-ui,sans-serif;margin:0;padding:2rem 1rem;color:#1f2328}main{max-width:36rem;margin:0 auto}small{color:#59636e;overflow-wrap:anywhere}</style></head><body><main><h1>No se pudo conectar la app</h1><p>${text(said)}</p><p><small>Detalle técnico: ${text(detail)}</small></p></main></body></html>`;
     },
   };
   const provider = new Provider(s.publicUrl, configuration);

@@ -176,7 +176,9 @@ describe.skipIf(!haveOpenssl)('Client ID Metadata Documents', () => {
     expect(start.status).toBe(400);
     expect(start.headers.get('location')).toBeNull();
     const page = await start.text();
+    // The person reads Spanish; the library's English detail stays below it for support.
     expect(page).toContain('No se pudo conectar la app');
-    expect(page).toContain('fetch not allowed');
+    expect(page).toContain('No reconocemos la app que querías conectar: su registro no existe, venció o no se pudo leer.');
+    expect(page).toContain('Detalle técnico: invalid_client: client_id metadata document fetch not allowed');
   }, 120_000);
 });
