@@ -13,5 +13,6 @@ export const texts = {
   passwordMismatch: 'Las contraseñas no coinciden. Escribí la misma en los dos campos.',
   passwordSaved: 'Listo, tu contraseña quedó guardada. Ingresá con tu email y tu contraseña.',
   sessionEnded: 'Cerraste la sesión.',
+  sessionLost: 'Tu sesión terminó. Entrá de nuevo y seguís donde estabas.',
   denied: 'No tenés permiso para ver esta sección. Si la necesitás, pedíselo a quien administra la cuenta.',
 };

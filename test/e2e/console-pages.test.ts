@@ -3,7 +3,7 @@
 // skipped where chromium is not installed). Elements are found by role and accessible name only.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { haveBrowser, launchBrowser, SHOTS } from '../console.js';
+import { haveBrowser, launchBrowser, loginAs, SHOTS } from '../console.js';
 import { request, startTestApp, type TestApp } from '../harness.js';
 
 // What the functions given to page.evaluate() use in the browser (this project has no DOM types).
@@ -224,4 +224,30 @@ describe.skipIf(!haveBrowser)('the console pages, in chromium', () => {
       }
     }
   }, 60_000);
+  it('a session that ends while a page is open: the next thing the page asks the server sends the member to log in ("Tu sesión terminó…"), and logging in brings them back to that page', async () => {
+    const acc = await app.createAccount({ name: 'Ferretería Luz' });
+    const m = { email: `luz-${Date.now()}@example.com`, name: 'Luz Agente', role: 'agent', password: 'una clave larga de Luz' };
+    const added = await app.admin('POST', `/accounts/${acc.id}/members`, m);
+    expect(added.status).toBe(201);
+    const { page, errors } = await open();
+    await loginAs(page, app.url, m);
+    await page.getByRole('navigation', { name: 'Secciones' }).getByRole('link', { name: 'Contactos' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Contactos' }).waitFor();
+
+    // The operator disables her (her sessions end) and enables her again: the page is still open.
+    for (const status of ['disabled', 'active']) {
+      const res = await app.admin('PATCH', `/accounts/${acc.id}/members/${added.body.member.id}`, { status });
+      expect(res.status).toBe(200);
+    }
+    await page.getByRole('searchbox', { name: 'Buscar contactos' }).fill('Ana');
+    await page.waitForURL(/\/console\/login\?/);
+    await page.getByRole('status').getByText('Tu sesión terminó. Entrá de nuevo y seguís donde estabas.').waitFor();
+    await page.getByLabel('Email', { exact: true }).fill(m.email);
+    await page.getByLabel('Contraseña', { exact: true }).fill(m.password);
+    await page.getByRole('button', { name: 'Ingresar' }).click();
+    await page.waitForURL(`${app.url}/console/contactos`);
+    await page.getByRole('heading', { level: 1, name: 'Contactos' }).waitFor();
+    expect(errors).toEqual([]);
+    await page.close();
+  });
 });

@@ -1,6 +1,9 @@
 // The console's only fetch(): same-origin cookie, X-Chasqui-CSRF on writes, and our error shape
 // (`{error: "texto"}`, or a 400's `{error: {message: "<JSON of [{path, message}]>"}}`) turned into
-// an ApiError whose text is the server's, verbatim.
+// an ApiError whose text is the server's, verbatim. A session that ends while a page is open (it
+// expired, the member logged out in another tab, was disabled or removed) sends the member to the
+// login, which brings them back to where they were.
+import { BASE, navigate } from '../router';
 import { texts } from '../texts';
 
 export class ApiError extends Error {
@@ -71,6 +74,17 @@ export async function call<T = unknown>(method: string, path: string, body?: unk
   } catch {
     parsed = null;
   }
+  if (res.status === 401 && path.startsWith('/admin/v1/')) sessionLost();
   if (!res.ok) throw errorOf(res.status, parsed, res.headers.get('retry-after'));
   return parsed as T;
+}
+
+/**
+ * An account route (what every signed-in page calls) answered 401: the session is gone. The login
+ * and the consent page handle their own 401s; this is for a page left open.
+ */
+function sessionLost(): void {
+  const here = location.pathname;
+  if (here === `${BASE}/login`) return;
+  navigate(`${BASE}/login?aviso=sesion-vencida&siguiente=${encodeURIComponent(here)}`, true);
 }

@@ -8,7 +8,11 @@ import { BASE, navigate } from '../router';
 import { texts } from '../texts';
 import { Field } from '../ui/field';
 
-const notices: Record<string, string> = { 'contrasena-guardada': texts.passwordSaved, 'sesion-cerrada': texts.sessionEnded };
+const notices: Record<string, string> = {
+  'contrasena-guardada': texts.passwordSaved,
+  'sesion-cerrada': texts.sessionEnded,
+  'sesion-vencida': texts.sessionLost,
+};
 
 export function LoginPage({ notice, next }: { notice: string | null; next?: string | null }) {
   const heading = useRef<HTMLHeadingElement>(null);
