@@ -3,11 +3,15 @@
 // GET /admin/v1/accounts/{id}/audit by cursor pages; retention; append-only. "One helper, no
 // forgotten door": the app's own routes of the audited families are listed and each must be in
 // ROUTES below, and a scripted session through the operator API and the console calls them all.
+import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, cookieOf, login, PASSWORD, signIn } from '../console-session.js';
-import { freshPhone, type Res, request, startTestApp, type TestApp } from '../harness.js';
+import { ADMIN_TOKEN, freshPhone, type Res, request, startTestApp, type TestApp } from '../harness.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -413,13 +417,31 @@ describe('"kept 400 days by default (AUDIT_RETENTION_DAYS)"', () => {
     expect(old.length).toBeGreaterThan(0);
     app.clock.advance(200 * 86_400_000);
     expect((await app.admin('POST', `/accounts/${acc.id}/keys`, { name: 'nueva' })).status).toBe(201);
+    // 2,500 more old lines, more than two of the job's batches of 1,000.
+    const longAgo = new Date(app.clock.ms() - 300 * 86_400_000);
+    await sql`INSERT INTO audit_log (id, account_id, at, actor_type, action, changes)
+      SELECT gen_random_uuid()::text, ${acc.id}, ${longAgo}, 'system', 'api_key.created', '{}'::jsonb
+      FROM generate_series(1, 2500)`.execute(app.rt.services.db);
     app.clock.advance(201 * 86_400_000);
     const run = await app.admin('POST', '/jobs/audit/run');
     expect(run.status).toBe(200);
     expect(run.body.ran).toBe('audit');
-    expect(run.body.changed).toBeGreaterThanOrEqual(old.length);
+    expect(run.body.changed).toBeGreaterThanOrEqual(old.length + 2500);
     const kept = await allLines(acc.id);
     expect(kept.map((l) => l.changes.name)).toEqual(['nueva']);
     expect((await app.admin('POST', '/jobs/audit/run')).body.changed).toBe(0);
+  });
+});
+
+describe('the CLI (operator.md "CLI")', () => {
+  it('`npx chasqui audit <accountId> --action api_key.created` prints the page of GET …/audit', async () => {
+    const acc = await app.createAccount();
+    const root = fileURLToPath(new URL('../..', import.meta.url));
+    const env = { ...process.env, CHASQUI_URL: app.url, ADMIN_TOKEN };
+    const args = ['--import', 'tsx', join(root, 'src/cli/main.ts'), 'audit', acc.id, '--action', 'api_key.created', '--limit', '5'];
+    const { stdout } = await promisify(execFile)(process.execPath, args, { env, cwd: root });
+    const page = JSON.parse(stdout);
+    expect(page).toMatchObject({ hasMore: false, nextCursor: null });
+    expect(page.data).toEqual([expect.objectContaining({ action: 'api_key.created', target: { type: 'api_key', id: acc.keyId } })]);
   });
 });
