@@ -1,7 +1,6 @@
 // The console's own API (docs/console.md "Sessions"): login, logout, who am I, and the invite
 // page's password. Everything else the console does goes through the operator account routes
 // with the session cookie (admin/auth.ts).
-
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { getAccount } from '../accounts/service.js';
