@@ -67,6 +67,8 @@ const ConfigSchema = z.object({
   SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(60_000).optional(),
   /** A comment line on every console stream this often (docs/console.md "Live updates"); tests use a short one. */
   CONSOLE_KEEPALIVE_MS: z.coerce.number().int().min(50).max(600_000).default(15_000),
+  /** Days an audit line is kept (docs/privacy.md "Audit trail"); the `audit` job deletes older ones. */
+  AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(400),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

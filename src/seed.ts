@@ -3,6 +3,7 @@
 // the same service functions as the operator API, so a demo row is never shaped differently.
 import { sql } from 'kysely';
 import { createAccount } from './accounts/service.js';
+import { SYSTEM } from './audit/trail.js';
 import { type AutomationInput, insertAutomation } from './automations/service.js';
 import { createPipeline } from './cases/pipelines.js';
 import { insertPhoneNumber } from './channel/phone-numbers.js';
@@ -137,7 +138,7 @@ export async function seedDemoIfEmpty(db: Db, now: Date): Promise<DemoSeed | nul
   });
   if (!seeded) return null;
   // createKey runs its own transaction (the plan's key maximum is checked there).
-  const { key } = await createKey(db, seeded.account, 'demo', now);
+  const { key } = await createKey(db, seeded.account, 'demo', now, SYSTEM);
   return {
     accountId: seeded.account.id,
     key,

@@ -1,5 +1,6 @@
 // Operator API: accounts and keys (operator.md, "Accounts and keys").
 import { z } from 'zod';
+import { whoOf } from '../audit/trail.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { createKey, listKeys, revokeKey } from '../keys/service.js';
 import { PLAN_IDS } from '../limits/plans.js';
@@ -44,7 +45,7 @@ export const accountAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req) => {
-      return accountView(s.db, s.usage, await updateAccount(s, req.params.id, req.body));
+      return accountView(s.db, s.usage, await updateAccount(s, req.params.id, req.body, whoOf(req)));
     },
   );
 
@@ -61,7 +62,7 @@ export const accountAdminRoutes: RoutesFn = (app, s) => {
     },
     async (req, reply) => {
       const { account } = req;
-      return reply.code(201).send(await createKey(s.db, account, req.body.name, s.clock.now()));
+      return reply.code(201).send(await createKey(s.db, account, req.body.name, s.clock.now(), whoOf(req)));
     },
   );
 
@@ -77,7 +78,7 @@ export const accountAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/keys/:keyId',
     { schema: { summary: 'Revoke an API key (401 from then on)', tags: ['Operator'], params: z.object({ id: Uuid, keyId: Uuid }) } },
     async (req, reply) => {
-      await revokeKey(s, req.params.id, req.params.keyId);
+      await revokeKey(s, req.params.id, req.params.keyId, whoOf(req));
       return reply.code(204).send();
     },
   );

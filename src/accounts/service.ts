@@ -1,5 +1,6 @@
 // Accounts: plan, per-account limit overrides, and the account view of GET /me and the operator API.
 
+import { type AuditWho, audit, fromTo } from '../audit/trail.js';
 import { type PhoneNumberView, readPhoneNumbers } from '../channel/phone-numbers.js';
 import type { Executor } from '../db/index.js';
 import type { AccountRow } from '../db/types.js';
@@ -45,21 +46,34 @@ export async function createAccount(
 
 /**
  * Changes name, plan or limit overrides. The key cache and the GET /me views of this process
- * forget the account at once (other processes within their TTL).
+ * forget the account at once (other processes within their TTL). A plan and a limit that change
+ * are audited (account.plan_changed, account.limits_changed: each override from → to).
  */
 export async function updateAccount(
   s: Services,
   id: string,
   patch: { name?: string | undefined; plan?: string | undefined; limits?: Partial<Limits> | undefined },
+  who: AuditWho,
 ): Promise<AccountRow> {
-  const cur = await getAccount(s.db, id);
-  const limits = patch.limits ? { ...cur.limits, ...patch.limits } : cur.limits;
-  const row = await s.db
-    .updateTable('accounts')
-    .set({ name: patch.name ?? cur.name, plan: patch.plan ?? cur.plan, limits: JSON.stringify(limits), updated_at: s.clock.now() })
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const now = s.clock.now();
+  const row = await s.db.transaction().execute(async (trx) => {
+    const cur = await trx.selectFrom('accounts').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+    if (!cur) throw new ApiError('account_not_found');
+    const limits = patch.limits ? { ...cur.limits, ...patch.limits } : cur.limits;
+    const next = await trx
+      .updateTable('accounts')
+      .set({ name: patch.name ?? cur.name, plan: patch.plan ?? cur.plan, limits: JSON.stringify(limits), updated_at: now })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    const target = { type: 'account', id };
+    const plan = fromTo({ plan: cur.plan }, { plan: patch.plan }, ['plan']);
+    if (plan.plan) await audit(trx, now, who, { accountId: id, action: 'account.plan_changed', target, changes: plan });
+    const changed = fromTo(cur.limits as Record<string, unknown>, patch.limits ?? {}, Object.keys(patch.limits ?? {}));
+    if (Object.keys(changed).length > 0)
+      await audit(trx, now, who, { accountId: id, action: 'account.limits_changed', target, changes: { limits: changed } });
+    return next;
+  });
   forgetCredentials(s, id);
   s.accountViews.changed(id);
   return row;

@@ -5,6 +5,7 @@
 import { sql } from 'kysely';
 import { z } from 'zod';
 import { reviveStretch } from '../agents/stretches.js';
+import { type AuditAction, type AuditWho, audit, whoOf } from '../audit/trail.js';
 import { reviveExecution } from '../automations/steps.js';
 import { discardInbound, reviveInbound } from '../channel/inbound-queue.js';
 import { discardClassification, reviveClassification, wakeClassifier } from '../classification/queue.js';
@@ -78,12 +79,22 @@ async function takeDeadLetter(trx: Trx, id: string): Promise<DeadLettersTable & 
   return row as DeadLettersTable & { queue: QueueName };
 }
 
-async function retryDeadLetter(s: Services, id: string) {
+/** The audit line of a dead letter retried or discarded: under its account (null: an item of no account). */
+const auditDeadLetter = (trx: Trx, now: Date, who: AuditWho, dl: DeadLettersTable, action: AuditAction) =>
+  audit(trx, now, who, {
+    accountId: dl.account_id,
+    action,
+    target: { type: 'dead_letter', id: dl.id },
+    changes: { queue: dl.queue, itemId: dl.item_id, attempts: dl.attempts },
+  });
+
+async function retryDeadLetter(s: Services, id: string, who: AuditWho) {
   const now = s.clock.now();
   const row = await transaction(s.db, async (trx) => {
     const dl = await takeDeadLetter(trx, id);
     if (!(await OPS[dl.queue].revive(trx, dl.item_id, now))) throw new ApiError('dead_letter_not_retryable');
     await sql`DELETE FROM dead_letters WHERE id = ${id}`.execute(trx);
+    await auditDeadLetter(trx, now, who, dl, 'dead_letter.retried');
     return dl;
   });
   OPS[row.queue].wake(s);
@@ -91,12 +102,13 @@ async function retryDeadLetter(s: Services, id: string) {
   return { ...view(row), retriedAt: now.toISOString() };
 }
 
-async function discardDeadLetter(s: Services, id: string): Promise<void> {
+async function discardDeadLetter(s: Services, id: string, who: AuditWho): Promise<void> {
   const now = s.clock.now();
   const row = await transaction(s.db, async (trx) => {
     const dl = await takeDeadLetter(trx, id);
     await OPS[dl.queue].discard(trx, dl.item_id, now);
     await sql`DELETE FROM dead_letters WHERE id = ${id}`.execute(trx);
+    await auditDeadLetter(trx, now, who, dl, 'dead_letter.discarded');
     return dl;
   });
   s.log.warn({ queue: row.queue, item: row.item_id, attempts: row.attempts }, 'dead letter discarded by the operator');
@@ -131,11 +143,11 @@ export const deadLetterAdminRoutes: RoutesFn = (app, s) => {
         response: { 200: DeadLetter.extend({ retriedAt: Timestamp }), ...errors(404, 409) },
       },
     },
-    async (req) => retryDeadLetter(s, req.params.id),
+    async (req) => retryDeadLetter(s, req.params.id, whoOf(req)),
   );
 
   app.delete('/dead-letters/:id', { schema: { summary: 'Discard a dead letter (logged)', tags, params: IdParams } }, async (req, reply) => {
-    await discardDeadLetter(s, req.params.id);
+    await discardDeadLetter(s, req.params.id, whoOf(req));
     return reply.code(204).send();
   });
 };

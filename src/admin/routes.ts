@@ -2,6 +2,7 @@
 import { accountAdminRoutes } from '../accounts/admin-routes.js';
 import { agentAdminRoutes } from '../agents/admin-routes.js';
 import { reviewAdminRoutes } from '../agents/review-routes.js';
+import { auditAdminRoutes } from '../audit/routes.js';
 import { automationAdminRoutes } from '../automations/admin-routes.js';
 import { campaignAdminRoutes } from '../campaigns/admin-routes.js';
 import { caseAdminRoutes } from '../cases/admin-routes.js';
@@ -41,6 +42,7 @@ export const adminRoutes: RoutesFn = (app, s) => {
     aiAppAdminRoutes,
     jobAdminRoutes,
     deadLetterAdminRoutes,
+    auditAdminRoutes,
     sandboxAdminRoutes,
     cloudAdminRoutes,
   ])

@@ -21,6 +21,7 @@ export const AUDIT_ACTIONS = [
   'phone_number.updated',
   'social_account.connected',
   'social_account.updated',
+  'social_account.deleted',
   'member.invited',
   'member.added',
   'member.updated',
@@ -61,6 +62,19 @@ export interface AuditEntry {
   target?: { type: string; id: string } | null;
   /** What changed: field names and non-secret values (a role, a URL's host, a count). */
   changes?: Record<string, unknown>;
+}
+
+/**
+ * The fields of `after` that differ from `before`, each as {from, to} (a line's `changes`). Only
+ * the keys listed: a caller names what may be shown, so a secret never slips in by a new column.
+ */
+export function fromTo<T extends Record<string, unknown>>(before: T, after: Partial<T>, keys: readonly (keyof T & string)[]) {
+  const out: Record<string, { from: unknown; to: unknown }> = {};
+  for (const k of keys) {
+    if (after[k] === undefined) continue;
+    if (JSON.stringify(before[k] ?? null) !== JSON.stringify(after[k] ?? null)) out[k] = { from: before[k] ?? null, to: after[k] ?? null };
+  }
+  return out;
 }
 
 export const SYSTEM: AuditWho = { actor: { type: 'system', id: null, name: null }, requestId: null, ip: null };

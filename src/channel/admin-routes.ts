@@ -2,6 +2,7 @@
 // live in phone-numbers.ts.
 import { z } from 'zod';
 import { PhoneNumberView } from '../accounts/schemas.js';
+import { whoOf } from '../audit/trail.js';
 import { IdParams, type RoutesFn, Uuid } from '../http/schemas.js';
 import { createPhoneNumber, readOperatorNumbers, updatePhoneNumber } from './phone-numbers.js';
 
@@ -63,7 +64,7 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
     },
     async (req, reply) => {
       const { account } = req;
-      const row = await createPhoneNumber(s, account.id, req.body);
+      const row = await createPhoneNumber(s, account.id, req.body, whoOf(req));
       req.log.info({ accountId: account.id, phoneNumberId: row.id, provider: row.provider }, 'phone number connected');
       return reply.code(201).send(row);
     },
@@ -90,7 +91,7 @@ export const phoneNumberAdminRoutes: RoutesFn = (app, s) => {
     },
     async (req) => {
       const { account } = req;
-      return updatePhoneNumber(s, account.id, req.params.pnId, req.body);
+      return updatePhoneNumber(s, account.id, req.params.pnId, req.body, whoOf(req));
     },
   );
 };

@@ -2,6 +2,7 @@
 // of an account is its default; making another the default unsets the previous one. Cloud API ids
 // and secrets live in the cloud_* columns and never leave this module's view (nor the logs).
 import { sql } from 'kysely';
+import { type AuditWho, audit, fromTo } from '../audit/trail.js';
 import type { Executor } from '../db/index.js';
 import type { PhoneNumberRow } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
@@ -100,7 +101,7 @@ export const insertPhoneNumber = (
  * Connects a number to an existing account: the first one is the default, a Cloud API number
  * needs its credentials and a phoneNumberId no other number has.
  */
-export async function createPhoneNumber(s: Services, accountId: string, input: NewPhoneNumber): Promise<OperatorNumberView> {
+export async function createPhoneNumber(s: Services, accountId: string, input: NewPhoneNumber, who: AuditWho): Promise<OperatorNumberView> {
   const phone = canonicalPhone(input.phone);
   if (!phone.ok) throw invalid(['phone'], phone.message);
   const provider = input.provider ?? s.config.CHANNEL_PROVIDER;
@@ -122,12 +123,16 @@ export async function createPhoneNumber(s: Services, accountId: string, input: N
       .where('account_id', '=', accountId)
       .where('is_default', '=', true)
       .executeTakeFirst();
-    return insertPhoneNumber(
+    const now = s.clock.now();
+    const row = await insertPhoneNumber(
       trx,
       accountId,
       { phone: phone.phone, name: input.name ?? null, provider, isDefault: !current, cloud },
-      s.clock.now(),
+      now,
     );
+    const changes = { phone: row.phone, provider, default: row.is_default };
+    await audit(trx, now, who, { accountId, action: 'phone_number.connected', target: { type: 'phone_number', id: row.id }, changes });
+    return row;
   });
   s.accountViews.changed(accountId);
   return operatorNumberView(row);
@@ -150,6 +155,7 @@ export async function updatePhoneNumber(
     agentId?: string | null | undefined;
     throughputPerSecond?: number | undefined;
   },
+  who: AuditWho,
 ): Promise<OperatorNumberView> {
   const { status, default: makeDefault, agentId, throughputPerSecond } = patch;
   const row = await s.db.transaction().execute(async (trx): Promise<PhoneNumberRow> => {
@@ -180,6 +186,13 @@ export async function updatePhoneNumber(
         .executeTakeFirst();
       if (!agent) throw invalid(['agentId'], textFor('agent_ref_not_found'));
     }
+    const changes = fromTo(
+      { status: cur.status, default: cur.is_default, agentId: cur.agent_id, throughputPerSecond: cur.throughput_per_second },
+      patch,
+      ['status', 'default', 'agentId', 'throughputPerSecond'],
+    );
+    const target = { type: 'phone_number', id: cur.id };
+    await audit(trx, s.clock.now(), who, { accountId, action: 'phone_number.updated', target, changes });
     if (status === undefined && makeDefault === undefined && agentId === undefined && throughputPerSecond === undefined) return cur;
     return trx
       .updateTable('phone_numbers')

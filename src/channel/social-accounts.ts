@@ -4,6 +4,7 @@
 // logs). DELETE keeps the row (deleted_at) with its secrets cleared: its conversations keep their
 // key and history.
 import { sql } from 'kysely';
+import { type AuditWho, audit, fromTo } from '../audit/trail.js';
 import type { Executor } from '../db/index.js';
 import type { SocialAccountRow } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
@@ -128,11 +129,24 @@ export const insertSocialAccount = (db: Executor, accountId: string, input: NewS
   );
 };
 
+const target = (id: string) => ({ type: 'social_account', id });
+
 /** Connects a social account: an Instagram one needs its credentials and an igUserId no other live one has. */
-export async function createSocialAccount(s: Services, accountId: string, input: NewSocialAccount): Promise<SocialAccountView> {
+export async function createSocialAccount(
+  s: Services,
+  accountId: string,
+  input: NewSocialAccount,
+  who: AuditWho,
+): Promise<SocialAccountView> {
   if (input.provider === 'instagram' && !input.instagram) throw invalid(['instagram'], textFor('social_instagram_required'));
-  const row = await insertSocialAccount(s.db, accountId, input, s.clock.now());
-  if (!row) throw invalid(['instagram', 'igUserId'], textFor('social_instagram_taken'));
+  const now = s.clock.now();
+  const row = await s.db.transaction().execute(async (trx) => {
+    const row = await insertSocialAccount(trx, accountId, input, now);
+    if (!row) throw invalid(['instagram', 'igUserId'], textFor('social_instagram_taken'));
+    const changes = { name: row.name, provider: row.provider, igUserId: row.ig_user_id };
+    await audit(trx, now, who, { accountId, action: 'social_account.connected', target: target(row.id), changes });
+    return row;
+  });
   return socialAccountView(row);
 }
 
@@ -151,12 +165,20 @@ export async function updateSocialAccount(
     name?: string | undefined;
     instagram?: { accessToken?: string | undefined; appSecret?: string | undefined; verifyToken?: string | undefined } | undefined;
   },
+  who: AuditWho,
 ): Promise<SocialAccountView> {
   const row = await s.db.transaction().execute(async (trx) => {
     const cur = await getSocialAccountRow(trx, accountId, id);
     if (patch.agentId) await assertAgent(trx, accountId, patch.agentId);
     const ig = patch.instagram;
     if (ig && cur.provider !== 'instagram') throw invalid(['instagram'], textFor('social_secrets_sandbox'));
+    // Which secrets were replaced, by name only.
+    const secrets = Object.keys(ig ?? {}).filter((k) => ig?.[k as keyof typeof ig] !== undefined);
+    const changes = {
+      ...fromTo({ status: cur.status, agentId: cur.agent_id, name: cur.name }, patch, ['status', 'agentId', 'name']),
+      ...(secrets.length > 0 ? { secretsReplaced: secrets } : {}),
+    };
+    await audit(trx, s.clock.now(), who, { accountId, action: 'social_account.updated', target: target(cur.id), changes });
     if (patch.status === undefined && patch.agentId === undefined && patch.name === undefined && !ig) return cur;
     return trx
       .updateTable('social_accounts')
@@ -177,24 +199,29 @@ export async function updateSocialAccount(
 }
 
 /** Removes it from the lists and the receiver: secrets cleared, disconnected; its conversations stay. */
-export async function deleteSocialAccount(s: Services, accountId: string, id: string): Promise<void> {
+export async function deleteSocialAccount(s: Services, accountId: string, id: string, who: AuditWho): Promise<void> {
   const now = s.clock.now();
-  const done = await s.db
-    .updateTable('social_accounts')
-    .set({
-      deleted_at: now,
-      updated_at: now,
-      status: 'disconnected',
-      access_token: null,
-      app_secret: null,
-      verify_token: null,
-      agent_id: null,
-    })
-    .where('account_id', '=', accountId)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  if (done.numUpdatedRows === 0n) throw new ApiError('social_account_not_found');
+  await s.db.transaction().execute(async (trx) => {
+    const done = await trx
+      .updateTable('social_accounts')
+      .set({
+        deleted_at: now,
+        updated_at: now,
+        status: 'disconnected',
+        access_token: null,
+        app_secret: null,
+        verify_token: null,
+        agent_id: null,
+      })
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .returning(['id', 'name', 'provider'])
+      .executeTakeFirst();
+    if (!done) throw new ApiError('social_account_not_found');
+    const changes = { name: done.name, provider: done.provider };
+    await audit(trx, now, who, { accountId, action: 'social_account.deleted', target: target(done.id), changes });
+  });
 }
 
 /** Whether some Instagram social account has this webhook verify token (the GET handshake). */

@@ -1,6 +1,7 @@
 // Operator API: social accounts (docs/operator.md "Social accounts"); the rules live in
 // social-accounts.ts.
 import { z } from 'zod';
+import { whoOf } from '../audit/trail.js';
 import { IdParams, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';
 import { createSocialAccount, deleteSocialAccount, listSocialAccounts, updateSocialAccount } from './social-accounts.js';
 
@@ -72,7 +73,7 @@ export const socialAccountAdminRoutes: RoutesFn = (app, s) => {
     },
     async (req, reply) => {
       const { account } = req;
-      const row = await createSocialAccount(s, account.id, req.body);
+      const row = await createSocialAccount(s, account.id, req.body, whoOf(req));
       req.log.info({ accountId: account.id, socialAccountId: row.id, provider: row.provider }, 'social account connected');
       return reply.code(201).send(row);
     },
@@ -106,7 +107,7 @@ export const socialAccountAdminRoutes: RoutesFn = (app, s) => {
     },
     async (req) => {
       const { account } = req;
-      return updateSocialAccount(s, account.id, req.params.socialId, req.body);
+      return updateSocialAccount(s, account.id, req.params.socialId, req.body, whoOf(req));
     },
   );
 
@@ -121,7 +122,7 @@ export const socialAccountAdminRoutes: RoutesFn = (app, s) => {
     },
     async (req, reply) => {
       const { account } = req;
-      await deleteSocialAccount(s, account.id, req.params.socialId);
+      await deleteSocialAccount(s, account.id, req.params.socialId, whoOf(req));
       req.log.info({ accountId: account.id, socialAccountId: req.params.socialId }, 'social account deleted');
       return reply.code(204).send();
     },

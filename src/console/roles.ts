@@ -43,6 +43,8 @@ export const ROLE_RULES: readonly Rule[] = [
   ['*', '/ai-apps/**', 'admin'],
   ['*', '/automations/**', 'admin'],
   ['*', '/agents/**', 'admin'],
+  // The audit trail: owners only (docs/privacy.md "Audit trail").
+  ['GET', '/audit', 'owner'],
 ];
 
 const RANK: Record<Role, number> = { agent: 0, admin: 1, owner: 2 };

@@ -1,8 +1,12 @@
 // The console's own API (docs/console.md "Sessions"): login, logout, who am I, and the invite
 // page's password. Everything else the console does goes through the operator account routes
 // with the session cookie (admin/auth.ts).
+import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { getAccount } from '../accounts/service.js';
+import { type AuditAction, audit, whoOf } from '../audit/trail.js';
+import type { Executor } from '../db/index.js';
+import type { MemberRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { clientIp } from '../http/guards.js';
 import { NoBody, type RoutesFn } from '../http/schemas.js';
@@ -19,6 +23,15 @@ const MAX_PER_EMAIL = 10;
 const MAX_PER_IP = 100;
 
 export const consoleRoutes: RoutesFn = (app, s) => {
+  /** A login's audit line: under the member's account, the member as actor and target (privacy.md "Audit trail"). */
+  const loginLine = (db: Executor, req: FastifyRequest, m: MemberRow, action: AuditAction, changes?: Record<string, unknown>) =>
+    audit(db, s.clock.now(), whoOf(req, { type: 'member', id: m.id, name: m.name }), {
+      accountId: m.account_id,
+      action,
+      target: { type: 'member', id: m.id },
+      ...(changes ? { changes } : {}),
+    });
+
   streamRoutes(app, s);
   const secure = s.publicUrl.startsWith('https:');
 
@@ -48,9 +61,14 @@ export const consoleRoutes: RoutesFn = (app, s) => {
       const ok = await verifyPassword(req.body.password, member?.password_hash ?? null);
       if (!member || !ok || member.status !== 'active') {
         await s.limiter.windowCounts(scopes, WINDOW_MS, 1);
+        // An unknown email has no account to file a line under: only the throttle counts it.
+        if (member) await loginLine(s.db, req, member, 'login.failed', { reason: ok ? `member_${member.status}` : 'wrong_password' });
         throw new ApiError('login_failed');
       }
-      const { token } = await startSession(s, member.id);
+      const { token } = await s.db.transaction().execute(async (trx) => {
+        await loginLine(trx, req, member, 'login.succeeded');
+        return startSession(s, member.id, trx);
+      });
       req.log.info({ memberId: member.id, accountId: member.account_id }, 'member login');
       return reply
         .setCookie(COOKIE, token, { httpOnly: true, sameSite: 'lax', path: '/', secure, maxAge: ABSOLUTE_MS / 1000 })
@@ -97,7 +115,7 @@ export const consoleRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req, reply) => {
-      await acceptInvite(s, req.params.token, req.body.password);
+      await acceptInvite(s, req.params.token, req.body.password, whoOf(req));
       return reply.code(204).send();
     },
   );

@@ -2,6 +2,7 @@
 // CSRF token per session, 12 h idle and 14 days absolute. Only active members hold sessions
 // (disabling or removing a member deletes theirs).
 import { timingSafeEqual } from 'node:crypto';
+import type { Executor } from '../db/index.js';
 import type { MemberRow } from '../db/types.js';
 import { randomToken, sha256 } from '../members/service.js';
 import type { Services } from '../services.js';
@@ -20,16 +21,16 @@ export interface Session {
   validUntil: number;
 }
 
-/** A new session for an active member: the cookie value (never stored) and the CSRF token. */
-export async function startSession(s: Services, memberId: string): Promise<{ token: string; csrf: string }> {
+/** A new session for an active member: the cookie value (never stored) and the CSRF token (`db`: the login's transaction). */
+export async function startSession(s: Services, memberId: string, db: Executor = s.db): Promise<{ token: string; csrf: string }> {
   const token = randomToken();
   const csrf = randomToken();
   const now = s.clock.now();
-  await s.db
+  await db
     .insertInto('member_sessions')
     .values({ token_hash: sha256(token), member_id: memberId, csrf, created_at: now, last_seen_at: now })
     .execute();
-  await s.db.updateTable('members').set({ last_seen_at: now }).where('id', '=', memberId).execute();
+  await db.updateTable('members').set({ last_seen_at: now }).where('id', '=', memberId).execute();
   return { token, csrf };
 }
 

@@ -1,6 +1,7 @@
 // Periodic jobs (operator.md: POST /admin/v1/jobs/{name}/run). Each returns how many rows it
 // changed. The scheduler runs them on their own period; one runner per cluster (advisory lock).
 import { runReviews } from '../agents/reviews.js';
+import { purgeAuditLines } from '../audit/log.js';
 import { runCampaigns } from '../campaigns/sender.js';
 import { runCaseTimeouts } from '../cases/timeouts.js';
 import { applyDueSandboxReports } from '../channel/sandbox/provider.js';
@@ -54,4 +55,7 @@ export const jobs: Record<string, Job> = {
   // Deletes the authorization server's codes, tokens, sessions and interactions past their expiry
   // (oauth/adapter.ts). `changed` counts the rows deleted.
   oauth: { everyMs: 3_600_000, run: (s) => purgeExpired(s.db, s.clock.now()) },
+  // Deletes the audit lines older than AUDIT_RETENTION_DAYS, in batches (audit/log.ts). `changed`
+  // counts the lines deleted.
+  audit: { everyMs: 3_600_000, run: purgeAuditLines },
 };

@@ -1,6 +1,7 @@
 // API keys (api.md §5): `etk_live_` + 40 random base64url characters, stored only as SHA-256.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { sql } from 'kysely';
+import { type AuditWho, audit } from '../audit/trail.js';
 import type { Db, Executor } from '../db/index.js';
 import type { AccountRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
@@ -29,8 +30,8 @@ export const keyView = (k: { id: string; name: string; prefix: string; created_a
   revokedAt: k.revoked_at ? k.revoked_at.toISOString() : null,
 });
 
-/** Creates a key; at the plan's maximum of valid keys answers 402 (api.md §8). */
-export async function createKey(db: Db, account: AccountRow, name: string, now: Date) {
+/** Creates a key; at the plan's maximum of valid keys answers 402 (api.md §8). Audited as api_key.created. */
+export async function createKey(db: Db, account: AccountRow, name: string, now: Date, who: AuditWho) {
   const limits = effectiveLimits(account.plan, account.limits);
   return db.transaction().execute(async (trx) => {
     // Serialise creations per account so two concurrent ones cannot both pass the maximum.
@@ -68,6 +69,12 @@ export async function createKey(db: Db, account: AccountRow, name: string, now: 
       })
       .returningAll()
       .executeTakeFirstOrThrow();
+    await audit(trx, now, who, {
+      accountId: account.id,
+      action: 'api_key.created',
+      target: { type: 'api_key', id: row.id },
+      changes: { name, prefix: row.prefix },
+    });
     return { ...keyView(row), key };
   });
 }
@@ -78,15 +85,20 @@ export async function listKeys(db: Executor, accountId: string) {
 }
 
 /** Revokes a key: it answers 401 from now on (this process at once, others within the key cache's TTL). */
-export async function revokeKey(s: Services, accountId: string, keyId: string): Promise<void> {
-  const row = await s.db
-    .updateTable('api_keys')
-    .set({ revoked_at: sql`coalesce(revoked_at, ${s.clock.now()})` })
-    .where('id', '=', keyId)
-    .where('account_id', '=', accountId)
-    .returning('id')
-    .executeTakeFirst();
-  if (!row) throw new ApiError('key_not_found');
+export async function revokeKey(s: Services, accountId: string, keyId: string, who: AuditWho): Promise<void> {
+  const now = s.clock.now();
+  await s.db.transaction().execute(async (trx) => {
+    const row = await trx
+      .updateTable('api_keys')
+      .set({ revoked_at: sql`coalesce(revoked_at, ${now})` })
+      .where('id', '=', keyId)
+      .where('account_id', '=', accountId)
+      .returning(['id', 'name', 'prefix'])
+      .executeTakeFirst();
+    if (!row) throw new ApiError('key_not_found');
+    const changes = { name: row.name, prefix: row.prefix };
+    await audit(trx, now, who, { accountId, action: 'api_key.revoked', target: { type: 'api_key', id: row.id }, changes });
+  });
   forgetCredentials(s, accountId);
 }
 

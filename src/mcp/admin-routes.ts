@@ -1,6 +1,7 @@
 // Operator routes of connected AI apps (docs/operator.md "AI apps"): connect (the token is shown
 // only here), list, disconnect.
 import { z } from 'zod';
+import { whoOf } from '../audit/trail.js';
 import { IdParams, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';
 import { connectApp, disconnectApp, listApps } from './apps.js';
 
@@ -34,7 +35,7 @@ export const aiAppAdminRoutes: RoutesFn = (app, s) => {
     },
     async (req, reply) => {
       const { account } = req;
-      const created = await connectApp(s, account, req.body.name);
+      const created = await connectApp(s, account, req.body.name, whoOf(req));
       req.log.info({ accountId: account.id, aiAppId: created.id }, 'AI app connected');
       return reply.code(201).send(created);
     },
@@ -59,7 +60,7 @@ export const aiAppAdminRoutes: RoutesFn = (app, s) => {
     '/accounts/:id/ai-apps/:appId',
     { schema: { summary: 'Disconnect an AI app (its token answers 401 at once)', tags, params: z.object({ id: Uuid, appId: Uuid }) } },
     async (req, reply) => {
-      await disconnectApp(s, req.params.id, req.params.appId);
+      await disconnectApp(s, req.params.id, req.params.appId, whoOf(req));
       req.log.info({ accountId: req.params.id, aiAppId: req.params.appId }, 'AI app disconnected');
       return reply.code(204).send();
     },

@@ -7,6 +7,7 @@
 // be added later without a change on theirs.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { sql } from 'kysely';
+import { type AuditWho, audit } from '../audit/trail.js';
 import type { Db, Executor } from '../db/index.js';
 import type { AccountRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
@@ -66,7 +67,7 @@ function aiAppLimit(account: AccountRow, limit: number, used: number): ApiError 
 }
 
 /** Connects an app; at the plan's maximum of connected apps answers 402 (api.md §8). */
-export async function connectApp(s: Services, account: AccountRow, name: string): Promise<AppView & { token: string }> {
+export async function connectApp(s: Services, account: AccountRow, name: string, who: AuditWho): Promise<AppView & { token: string }> {
   const limits = effectiveLimits(account.plan, account.limits);
   const now = s.clock.now();
   const created = await s.db.transaction().execute(async (trx) => {
@@ -87,6 +88,8 @@ export async function connectApp(s: Services, account: AccountRow, name: string)
       })
       .returningAll()
       .executeTakeFirstOrThrow();
+    const changes = { name, via: 'token', prefix: row.prefix };
+    await audit(trx, now, who, { accountId: account.id, action: 'ai_app.connected', target: { type: 'ai_app', id: row.id }, changes });
     return { ...appView(row), token };
   });
   // GET /me shows the connected apps.
@@ -107,20 +110,21 @@ export async function oauthAppOf(db: Executor, accountId: string, clientId: stri
 
 /**
  * A consent of an OAuth client (oauth/consent.ts): the account's connected app for that client,
- * made now (counted against the plan's maximum: 402 there) or the one it already has.
+ * made now (counted against the plan's maximum: 402 there) or the one it already has. Each
+ * consent is audited as ai_app.connected (`again: true` when the client was already connected).
  */
-export async function connectOauthApp(
-  s: Services,
-  account: AccountRow,
-  clientId: string,
-  name: string,
-  by: { id: string; name: string },
-): Promise<string> {
+export async function connectOauthApp(s: Services, account: AccountRow, clientId: string, name: string, who: AuditWho): Promise<string> {
   const limits = effectiveLimits(account.plan, account.limits);
+  const now = s.clock.now();
   const id = await s.db.transaction().execute(async (trx) => {
     await sql`SELECT id FROM accounts WHERE id = ${account.id} FOR UPDATE`.execute(trx);
+    const connected = async (appId: string, again: boolean) => {
+      const changes = { name: name.slice(0, 200), via: 'oauth', oauthClientId: clientId, again };
+      await audit(trx, now, who, { accountId: account.id, action: 'ai_app.connected', target: { type: 'ai_app', id: appId }, changes });
+      return appId;
+    };
     const existing = await oauthAppOf(trx, account.id, clientId);
-    if (existing) return existing.id;
+    if (existing) return connected(existing.id, true);
     const n = await connectedCount(trx, account.id);
     if (limits.aiApps !== null && n >= limits.aiApps) throw aiAppLimit(account, limits.aiApps, n);
     const row = await trx
@@ -132,12 +136,12 @@ export async function connectOauthApp(
         token_hash: null,
         prefix: null,
         oauth_client_id: clientId,
-        created_at: s.clock.now(),
+        created_at: now,
       })
       .returning('id')
       .executeTakeFirstOrThrow();
-    s.log.info({ accountId: account.id, appId: row.id, memberId: by.id }, 'AI app connected through OAuth');
-    return row.id;
+    s.log.info({ accountId: account.id, appId: row.id, memberId: who.actor.id }, 'AI app connected through OAuth');
+    return connected(row.id, false);
   });
   s.accountViews.changed(account.id);
   return id;
@@ -189,21 +193,26 @@ export function appUseRecorder(s: Services): (appId: string) => void {
 }
 
 /** Disconnects an app: its token answers 401 from the next request on (404: not a connected app of the account). */
-export async function disconnectApp(s: Services, accountId: string, appId: string): Promise<void> {
-  const row = await s.db
-    .updateTable('ai_apps')
-    .set({ revoked_at: s.clock.now() })
-    .where('id', '=', appId)
-    .where('account_id', '=', accountId)
-    .where('revoked_at', 'is', null)
-    .returning(['id', 'oauth_client_id'])
-    .executeTakeFirst();
-  if (!row) throw new ApiError('ai_app_not_found');
-  // An OAuth client's grant, codes and tokens in this account go with it: its refresh token is
-  // refused from now on, and its access token fails the lookup's join in every process.
-  if (row.oauth_client_id)
-    await sql`DELETE FROM oauth_models WHERE payload->>'clientId' = ${row.oauth_client_id}
-      AND payload->>'accountId' = ${accountId}`.execute(s.db);
+export async function disconnectApp(s: Services, accountId: string, appId: string, who: AuditWho): Promise<void> {
+  const now = s.clock.now();
+  await s.db.transaction().execute(async (trx) => {
+    const row = await trx
+      .updateTable('ai_apps')
+      .set({ revoked_at: now })
+      .where('id', '=', appId)
+      .where('account_id', '=', accountId)
+      .where('revoked_at', 'is', null)
+      .returning(['id', 'name', 'oauth_client_id'])
+      .executeTakeFirst();
+    if (!row) throw new ApiError('ai_app_not_found');
+    // An OAuth client's grant, codes and tokens in this account go with it: its refresh token is
+    // refused from now on, and its access token fails the lookup's join in every process.
+    if (row.oauth_client_id)
+      await sql`DELETE FROM oauth_models WHERE payload->>'clientId' = ${row.oauth_client_id}
+        AND payload->>'accountId' = ${accountId}`.execute(trx);
+    const changes = { name: row.name, via: row.oauth_client_id ? 'oauth' : 'token' };
+    await audit(trx, now, who, { accountId, action: 'ai_app.disconnected', target: { type: 'ai_app', id: row.id }, changes });
+  });
   // Its token answers 401 from the next request on, in every process (they are told).
   forgetCredentials(s, accountId);
   s.accountViews.changed(accountId);

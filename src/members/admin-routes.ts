@@ -3,6 +3,7 @@
 // who touches an owner or names one (403 owner_only).
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { whoOf } from '../audit/trail.js';
 import { errors, IdParams, NoBody, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';
 import { type Actor, addMember, getMember, listMembers, memberView, ROLES, removeMember, updateMember } from './service.js';
 
@@ -43,7 +44,7 @@ export const memberAdminRoutes: RoutesFn = (app, s) => {
         },
       },
     },
-    async (req, reply) => reply.code(201).send(await addMember(s, req.account, req.body, actorOf(req))),
+    async (req, reply) => reply.code(201).send(await addMember(s, req.account, req.body, actorOf(req), whoOf(req))),
   );
 
   app.get(
@@ -76,7 +77,7 @@ export const memberAdminRoutes: RoutesFn = (app, s) => {
         response: { 200: MemberView, ...errors(400, 403, 404, 409) },
       },
     },
-    async (req) => updateMember(s, req.account.id, req.params.memberId, req.body, actorOf(req)),
+    async (req) => updateMember(s, req.account.id, req.params.memberId, req.body, actorOf(req), whoOf(req)),
   );
 
   app.delete(
@@ -90,7 +91,7 @@ export const memberAdminRoutes: RoutesFn = (app, s) => {
       },
     },
     async (req, reply) => {
-      await removeMember(s, req.account.id, req.params.memberId, actorOf(req));
+      await removeMember(s, req.account.id, req.params.memberId, actorOf(req), whoOf(req));
       return reply.code(204).send();
     },
   );

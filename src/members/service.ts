@@ -4,6 +4,7 @@
 // operator and owners manage everyone; an admin manages members but never an owner, nor names one
 // (403 owner_only; decisions.md "Admins manage members, not owners").
 import { createHash, randomBytes } from 'node:crypto';
+import { type AuditWho, audit, fromTo } from '../audit/trail.js';
 import type { Executor } from '../db/index.js';
 import type { AccountRow, MemberRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
@@ -58,11 +59,15 @@ export interface NewMember {
   password?: string | undefined;
 }
 
+const target = (id: string) => ({ type: 'member', id });
+
+/** Adds a member: audited as member.added (with a password) or member.invited. */
 export async function addMember(
   s: Services,
   account: AccountRow,
   m: NewMember,
-  actor: Actor = null,
+  actor: Actor,
+  who: AuditWho,
 ): Promise<{ member: MemberView; inviteUrl: string | null }> {
   mayManage(actor, null, m.role);
   const email = m.email.trim().toLowerCase();
@@ -84,6 +89,8 @@ export async function addMember(
         .returningAll()
         .executeTakeFirstOrThrow();
       const inviteUrl = passwordHash ? null : await invite(s, trx, row.id);
+      const action = passwordHash ? 'member.added' : 'member.invited';
+      await audit(trx, row.created_at, who, { accountId: account.id, action, target: target(row.id), changes: { role: row.role } });
       return { member: memberView(row), inviteUrl };
     });
   } catch (err) {
@@ -127,7 +134,8 @@ export async function updateMember(
   accountId: string,
   memberId: string,
   c: MemberChange,
-  actor: Actor = null,
+  actor: Actor,
+  who: AuditWho,
 ): Promise<MemberView> {
   return s.db.transaction().execute(async (trx) => {
     await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().execute();
@@ -145,11 +153,15 @@ export async function updateMember(
       .returningAll()
       .executeTakeFirstOrThrow();
     if (status === 'disabled') await trx.deleteFrom('member_sessions').where('member_id', '=', m.id).execute();
+    // Disabling is its own action (it ends their sessions); any other change is member.updated.
+    const action = status === 'disabled' && m.status !== 'disabled' ? 'member.disabled' : 'member.updated';
+    const changes = fromTo({ name: m.name, role: m.role, status: m.status }, { name: row.name, role, status }, ['name', 'role', 'status']);
+    await audit(trx, s.clock.now(), who, { accountId, action, target: target(m.id), changes });
     return memberView(row);
   });
 }
 
-export async function removeMember(s: Services, accountId: string, memberId: string, actor: Actor = null): Promise<void> {
+export async function removeMember(s: Services, accountId: string, memberId: string, actor: Actor, who: AuditWho): Promise<void> {
   await s.db.transaction().execute(async (trx) => {
     await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().execute();
     const m = await getMember(trx, accountId, memberId);
@@ -157,11 +169,15 @@ export async function removeMember(s: Services, accountId: string, memberId: str
     await keepAnOwner(trx, accountId, m, null);
     // Invites and sessions go with the row (ON DELETE CASCADE).
     await trx.deleteFrom('members').where('id', '=', m.id).execute();
+    await audit(trx, s.clock.now(), who, { accountId, action: 'member.removed', target: target(m.id), changes: { role: m.role } });
   });
 }
 
-/** POST /console/api/invites/{token}: sets the password once; the member becomes active. */
-export async function acceptInvite(s: Services, token: string, password: string): Promise<void> {
+/**
+ * POST /console/api/invites/{token}: sets the password once; the member becomes active (audited as
+ * member.updated, status invited → active, by the member themselves).
+ */
+export async function acceptInvite(s: Services, token: string, password: string, who: AuditWho): Promise<void> {
   const passwordHash = await hashPassword(password);
   await s.db.transaction().execute(async (trx) => {
     const inv = await trx
@@ -178,8 +194,11 @@ export async function acceptInvite(s: Services, token: string, password: string)
       .set({ password_hash: passwordHash, status: 'active' })
       .where('id', '=', inv.member_id)
       .where('status', '=', 'invited')
-      .returning('id')
+      .returning(['id', 'name', 'account_id'])
       .executeTakeFirst();
     if (!m) throw new ApiError('invite_not_found');
+    const by = { ...who, actor: { type: 'member' as const, id: m.id, name: m.name } };
+    const changes = { status: { from: 'invited', to: 'active' }, password: 'chosen' };
+    await audit(trx, s.clock.now(), by, { accountId: m.account_id, action: 'member.updated', target: target(m.id), changes });
   });
 }

@@ -10,6 +10,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
 import { z } from 'zod';
 import { getAccount } from '../accounts/service.js';
+import { whoOf } from '../audit/trail.js';
 import { COOKIE, csrfMatches, sessionOf } from '../console/sessions.js';
 import { ApiError } from '../http/errors.js';
 import type { ZodApp } from '../http/schemas.js';
@@ -78,7 +79,9 @@ export function consentRoutes(app: ZodApp, s: Services, providerOf: () => Promis
       } else {
         const role = c.session.member.role;
         if (role !== 'owner' && role !== 'admin') throw new ApiError('oauth_role_refused');
-        await connectOauthApp(s, c.account, c.client.clientId, c.clientName, c.session.member);
+        const { member } = c.session;
+        const who = whoOf(req, { type: 'member', id: member.id, name: member.name });
+        await connectOauthApp(s, c.account, c.client.clientId, c.clientName, who);
         const grant = c.details.grantId
           ? ((await c.provider.Grant.find(c.details.grantId)) ??
             new c.provider.Grant({ accountId: c.account.id, clientId: c.client.clientId }))

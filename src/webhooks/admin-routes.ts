@@ -1,5 +1,6 @@
 // Operator API: webhook subscriptions, deliveries, test event (operator.md, "Webhooks").
 import { z } from 'zod';
+import { whoOf } from '../audit/trail.js';
 import { CursorQuery, errors, IdParams, NoBody, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';
 import { EVENT_KINDS } from './outbox.js';
 import {
@@ -76,7 +77,7 @@ export const webhookAdminRoutes: RoutesFn = (app, s) => {
         response: { 201: WebhookView.extend({ secret: z.string().describe('whsec_… signing secret') }), ...errors(400, 402, 404) },
       },
     },
-    async (req, reply) => reply.code(201).send(await createWebhook(s, req.account, req.body)),
+    async (req, reply) => reply.code(201).send(await createWebhook(s, req.account, req.body, whoOf(req))),
   );
 
   app.get('/accounts/:id/webhooks', { schema: { summary: 'List the webhook URLs', tags, params: IdParams } }, async (req) => {
@@ -98,14 +99,14 @@ export const webhookAdminRoutes: RoutesFn = (app, s) => {
         response: { 200: WebhookView, ...errors(400, 404) },
       },
     },
-    async (req) => updateWebhook(s, req.params.id, req.params.wid, req.body),
+    async (req) => updateWebhook(s, req.params.id, req.params.wid, req.body, whoOf(req)),
   );
 
   app.delete(
     '/accounts/:id/webhooks/:wid',
     { schema: { summary: 'Delete a webhook URL', tags, params: WebhookParams } },
     async (req, reply) => {
-      await deleteWebhook(s, req.params.id, req.params.wid);
+      await deleteWebhook(s, req.params.id, req.params.wid, whoOf(req));
       return reply.code(204).send();
     },
   );
@@ -121,7 +122,7 @@ export const webhookAdminRoutes: RoutesFn = (app, s) => {
         body: NoBody,
       },
     },
-    async (req) => rotateSecret(s, req.params.id, req.params.wid),
+    async (req) => rotateSecret(s, req.params.id, req.params.wid, whoOf(req)),
   );
 
   app.post(

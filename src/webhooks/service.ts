@@ -1,5 +1,6 @@
 // Webhook subscriptions and their delivery log (operator.md "Webhooks"; decisions.md).
 import { sql } from 'kysely';
+import { type AuditWho, audit, fromTo } from '../audit/trail.js';
 import type { Db, Executor } from '../db/index.js';
 import type { AccountRow, DeliveryRow, WebhookRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
@@ -24,6 +25,14 @@ export const webhookView = (w: WebhookRow) => ({
   createdAt: w.created_at.toISOString(),
 });
 
+/** What a webhook's audit line may show: the URL's host (never its path or query, which may carry a token) and the events. */
+const auditable = (w: { url: string; events: string[] | null; enabled?: boolean }) => ({
+  host: new URL(w.url).host,
+  events: w.events,
+  ...(w.enabled !== undefined ? { enabled: w.enabled } : {}),
+});
+const target = (id: string) => ({ type: 'webhook', id });
+
 /** Validates a URL for registration: http(s), and public unless private addresses are allowed. */
 async function checkUrl(s: Services, raw: string): Promise<string> {
   const u = parseWebhookUrl(raw);
@@ -31,7 +40,12 @@ async function checkUrl(s: Services, raw: string): Promise<string> {
   return u.toString();
 }
 
-export async function createWebhook(s: Services, account: AccountRow, input: { url: string; events?: string[] | null | undefined }) {
+export async function createWebhook(
+  s: Services,
+  account: AccountRow,
+  input: { url: string; events?: string[] | null | undefined },
+  who: AuditWho,
+) {
   const url = await checkUrl(s, input.url);
   const limits = effectiveLimits(account.plan, account.limits);
   const now = s.clock.now();
@@ -71,6 +85,7 @@ export async function createWebhook(s: Services, account: AccountRow, input: { u
       })
       .returningAll()
       .executeTakeFirstOrThrow();
+    await audit(trx, now, who, { accountId: account.id, action: 'webhook.created', target: target(row.id), changes: auditable(row) });
     // The secret is shown here and stays readable by the operator (it signs every delivery).
     return { ...webhookView(row), secret: row.secret };
   });
@@ -108,6 +123,7 @@ export async function updateWebhook(
   accountId: string,
   id: string,
   input: { url?: string | undefined; events?: string[] | null | undefined; enabled?: boolean | undefined },
+  who: AuditWho,
 ) {
   const url = input.url === undefined ? undefined : await checkUrl(s, input.url);
   const now = s.clock.now();
@@ -123,7 +139,7 @@ export async function updateWebhook(
         trx,
       );
     }
-    return trx
+    const next = await trx
       .updateTable('webhooks')
       .set({
         ...(url !== undefined ? { url } : {}),
@@ -135,26 +151,38 @@ export async function updateWebhook(
       .where('id', '=', w.id)
       .returningAll()
       .executeTakeFirstOrThrow();
+    const changes = fromTo(auditable(w), auditable(next), ['host', 'events', 'enabled']);
+    await audit(trx, now, who, { accountId, action: 'webhook.updated', target: target(w.id), changes });
+    return next;
   });
   if (input.enabled) s.dispatcher.wake();
   return webhookView(out);
 }
 
-export async function deleteWebhook(s: Services, accountId: string, id: string): Promise<void> {
-  const w = await getWebhook(s.db, accountId, id);
-  await s.db.updateTable('webhooks').set({ deleted_at: s.clock.now(), enabled: false }).where('id', '=', w.id).execute();
+export async function deleteWebhook(s: Services, accountId: string, id: string, who: AuditWho): Promise<void> {
+  const now = s.clock.now();
+  await s.db.transaction().execute(async (trx) => {
+    const w = await getWebhook(trx, accountId, id);
+    await trx.updateTable('webhooks').set({ deleted_at: now, enabled: false }).where('id', '=', w.id).execute();
+    await audit(trx, now, who, { accountId, action: 'webhook.deleted', target: target(w.id), changes: auditable(w) });
+  });
 }
 
 /** New secret; the previous one keeps signing (a second signature) for 24 h. */
-export async function rotateSecret(s: Services, accountId: string, id: string): Promise<{ secret: string }> {
-  const w = await getWebhook(s.db, accountId, id);
+export async function rotateSecret(s: Services, accountId: string, id: string, who: AuditWho): Promise<{ secret: string }> {
   const now = s.clock.now();
   const secret = newSecret();
-  await s.db
-    .updateTable('webhooks')
-    .set({ secret, previous_secret: w.secret, previous_secret_expires_at: new Date(now.getTime() + ROTATION_OVERLAP_MS), updated_at: now })
-    .where('id', '=', w.id)
-    .execute();
+  const previousUntil = new Date(now.getTime() + ROTATION_OVERLAP_MS);
+  await s.db.transaction().execute(async (trx) => {
+    const w = await getWebhook(trx, accountId, id);
+    await trx
+      .updateTable('webhooks')
+      .set({ secret, previous_secret: w.secret, previous_secret_expires_at: previousUntil, updated_at: now })
+      .where('id', '=', w.id)
+      .execute();
+    const changes = { previousSecretUntil: previousUntil.toISOString() };
+    await audit(trx, now, who, { accountId, action: 'webhook.secret_rotated', target: target(w.id), changes });
+  });
   return { secret };
 }
 

@@ -1,4 +1,4 @@
-// Operator commands: periodic jobs, dead letters and the sandbox channel.
+// Operator commands: periodic jobs, dead letters, the audit trail and the sandbox channel.
 import type { Command } from 'commander';
 import { body, call, DATA, int, jsonObject, q } from '../call.js';
 
@@ -38,6 +38,18 @@ export function deadLetterCommands(program: Command): void {
     .description('discard one (logged)')
     .action(function (this: Command, id: string) {
       return call(this, 'DELETE', `/dead-letters/${id}`);
+    });
+}
+
+export function auditCommands(program: Command): void {
+  program
+    .command('audit <accountId>')
+    .description('operator: the account\'s audit trail, newest first (docs/privacy.md "Audit trail")')
+    .option('--action <action>', 'only one action, e.g. webhook.created')
+    .option('--limit <n>', 'page size, 1 to 200')
+    .option('--after <id>', 'the last id of the previous page')
+    .action(function (this: Command, accountId: string, o: { action?: string; limit?: string; after?: string }) {
+      return call(this, 'GET', `/accounts/${accountId}/audit${q({ action: o.action, limit: o.limit, after: o.after })}`);
     });
 }
 

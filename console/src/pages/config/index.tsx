@@ -1,10 +1,11 @@
 // Configuración (console.md "Pages"): Claves de API, Webhooks, Números, Instagram, Apps de IA,
-// Miembros and Uso y plan, over the operator account routes with the session. A role the server
+// Miembros, Actividad (owners only) and Uso y plan, over the operator account routes with the session. A role the server
 // answers 403 to sees only a plain "no permiso" text.
 import { useRef, useState } from 'preact/hooks';
 import { useFocusOnChange } from '../../focus';
 import type { Role } from '../../sections';
 import { texts } from '../../texts';
+import { ActivitySection } from './activity';
 import { AiAppsSection } from './ai-apps';
 import { InstagramSection } from './instagram';
 import { KeysSection } from './keys';
@@ -55,6 +56,7 @@ export function ConfigPage({ accountId, role, memberId }: { accountId: string; r
       <InstagramSection base={base} onDenied={onDenied} />
       <AiAppsSection base={base} onDenied={onDenied} onChange={onChange} />
       <MembersSection base={base} role={role} memberId={memberId} onDenied={onDenied} />
+      {role === 'owner' && <ActivitySection base={base} onDenied={onDenied} version={version} />}
       <UsageSection account={account.error ? null : account.data} counts={counts} />
       {account.error && (
         <p role="alert" class="form-error">
