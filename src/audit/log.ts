@@ -18,7 +18,6 @@ export const auditLineView = (r: Selectable<AuditLogTable>) => ({
   ip: r.ip,
   changes: r.changes,
 });
-export type AuditLineView = ReturnType<typeof auditLineView>;
 
 export interface AuditQuery {
   limit: number;
