@@ -11,7 +11,7 @@ import { eraseContact } from './erasure.js';
 import { exportContacts } from './export.js';
 import { getImport, importFailures, previewImport, readCsvBody, startImport } from './import.js';
 import { exportPerson } from './person-export.js';
-import { Attributes, ContactPage, ContactView } from './schemas.js';
+import { Attributes, ContactPage, ContactView, PersonExport } from './schemas.js';
 import { contactView, editContact, getContact, listContacts } from './service.js';
 
 const AccountParams = z.object({ id: Uuid });
@@ -242,11 +242,12 @@ export const contactAdminRoutes: RoutesFn = (app, s) => {
           'makes a new contact. Written to the audit trail (contact.erased). An erased or unknown contact → 404.',
         tags: ['Operator'],
         params: ContactParams,
+        response: { 204: z.null().describe('Erased'), ...errors(401, 404) },
       },
     },
     async (req, reply) => {
       await eraseContact(s, req.params.id, req.params.contactId, whoOf(req));
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
 
@@ -262,15 +263,19 @@ export const contactAdminRoutes: RoutesFn = (app, s) => {
         tags: ['Operator'],
         params: ContactParams,
         produces: ['application/json'],
+        response: { 200: PersonExport, ...errors(401, 404) },
       },
     },
     async (req, reply) => {
       const stream = await exportPerson(s, req.params.id, req.params.contactId, whoOf(req));
-      return reply
-        .header('content-type', 'application/json; charset=utf-8')
-        .header('content-disposition', `attachment; filename="contacto-${req.params.contactId}.json"`)
-        .header('cache-control', 'no-store')
-        .send(stream);
+      return (
+        reply
+          .header('content-type', 'application/json; charset=utf-8')
+          .header('content-disposition', `attachment; filename="contacto-${req.params.contactId}.json"`)
+          .header('cache-control', 'no-store')
+          // The schema documents the document; Fastify sends a stream as it is, never serialised.
+          .send(stream as unknown as z.infer<typeof PersonExport>)
+      );
     },
   );
 };
