@@ -64,9 +64,12 @@ export async function scrubCopies(trx: Trx, p: Person): Promise<void> {
   }
 }
 
-/** Drops from `v` (parsed JSON) every array element whose JSON text contains one of `needles`. */
+/**
+ * Drops from `v` (parsed JSON) the innermost array elements that mention one of `needles`: arrays
+ * are cleaned inside first, so a batch's entry stays and only their message, status or profile goes.
+ */
 function without(v: unknown, needles: string[]): unknown {
-  if (Array.isArray(v)) return v.filter((x) => !needles.some((n) => JSON.stringify(x).includes(n))).map((x) => without(x, needles));
+  if (Array.isArray(v)) return v.map((x) => without(x, needles)).filter((x) => !needles.some((n) => JSON.stringify(x).includes(n)));
   if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, without(x, needles)]));
   return v;
 }

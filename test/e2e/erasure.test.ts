@@ -13,17 +13,20 @@ import { until } from '../poll.js';
 let llm: FakeLlm;
 let app: TestApp;
 let hook: Receiver;
+let down: Receiver;
 const { writes, createFlow, runDue, lastExecution } = automationsOf(() => app);
 
 beforeAll(async () => {
   llm = await startFakeLlm();
   hook = await startReceiver();
+  down = await startReceiver({ status: 503, body: 'mantenimiento' });
   app = await startAppWithModel(llm);
 });
 afterAll(async () => {
   await app?.close();
   await llm?.close();
   await hook?.close();
+  await down?.close();
 });
 
 const reply = (text: string) => ({ name: 'reply', args: { text } });
@@ -105,7 +108,54 @@ describe('"DELETE …/contacts/{contactId}: the contact, their attributes, the t
     const acct = await app.createAccount();
     const webhook = await app.admin('POST', `/accounts/${acct.id}/webhooks`, { url: hook.url });
     expect(webhook.status).toBe(201);
+    // A second URL that is down: its deliveries of their events wait for a retry.
+    const waiting = await app.admin('POST', `/accounts/${acct.id}/webhooks`, { url: down.url });
+    expect(waiting.status).toBe(201);
     const p = await personWithHistory(acct);
+    const digits = p.needles[1] as string;
+    await until(() => down.received.some((r) => r.body.includes('Brontosaurio')), { what: 'a failed first attempt' });
+    // A Meta batch parked in the inbound queue with one message of theirs and one of someone else.
+    const other = freshPhone({ spelling: 'digits' });
+    const parked = {
+      object: 'whatsapp_business_account',
+      entry: [
+        {
+          id: 'waba-1',
+          changes: [
+            {
+              field: 'messages',
+              value: {
+                contacts: [
+                  { wa_id: `54${digits.slice(3)}`, profile: { name: 'Zoraida Q' } },
+                  { wa_id: other, profile: { name: 'Otra' } },
+                ],
+                messages: [
+                  { from: `54${digits.slice(3)}`, id: 'wamid.erasure-1', type: 'text', text: { body: 'Brontosaurio otra vez' } },
+                  { from: other, id: 'wamid.erasure-2', type: 'text', text: { body: 'Hola, soy otra persona' } },
+                ],
+              },
+            },
+          ],
+        },
+      ],
+    };
+    const now = app.clock.now();
+    const queued = await app.rt.services.db
+      .insertInto('inbound_queue')
+      .values({
+        channel: 'whatsapp',
+        body: JSON.stringify(parked),
+        numbers: [],
+        wabas: [],
+        keys: [],
+        received_at: now,
+        run_at: now,
+        failed_at: now,
+        dead_at: now,
+        last_error: 'prueba',
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
 
     // "GET …/export: everything we hold about the person as one JSON document"
     const exported = await app.admin('GET', `/accounts/${acct.id}/contacts/${p.contactId}/export`);
@@ -139,6 +189,18 @@ describe('"DELETE …/contacts/{contactId}: the contact, their attributes, the t
 
     const erased = await app.admin('DELETE', `/accounts/${acct.id}/contacts/${p.contactId}`);
     expect(erased.status, JSON.stringify(erased.body)).toBe(204);
+
+    // "webhook payloads still queued … are scrubbed": the down URL's retries are skipped, never sent.
+    const sentBefore = down.received.length;
+    const log = (await app.admin('GET', `/accounts/${acct.id}/webhooks/${waiting.body.id}/deliveries?limit=100`)).body.data;
+    expect(log.length).toBeGreaterThan(0);
+    expect(log.map((d: any) => [d.status, d.skipReason])).toEqual(log.map(() => ['skipped', 'erased']));
+    // The parked Meta batch keeps the other person's message only.
+    const batch = JSON.parse(
+      (await app.rt.services.db.selectFrom('inbound_queue').select('body').where('id', '=', queued.id).executeTakeFirstOrThrow()).body,
+    );
+    expect(batch.entry[0].changes[0].value.messages.map((m: any) => m.text.body)).toEqual(['Hola, soy otra persona']);
+    expect(batch.entry[0].changes[0].value.contacts).toEqual([{ wa_id: other, profile: { name: 'Otra' } }]);
 
     // "their conversation stops any running execution or agent stretch"
     expect((await acct.call('GET', `/conversations/${p.conversationId}`)).body.handling).toMatchObject({ type: null });
@@ -175,6 +237,14 @@ describe('"DELETE …/contacts/{contactId}: the contact, their attributes, the t
       optedOut: false,
     });
     expect((await usage(acct)).contacts).toBe(before.usage.contacts);
+
+    // The retries' time comes (after the counts above: it may cross into the next quota month): none
+    // of their old events is sent (what reaches the URL now is about the new contact only).
+    app.clock.advance(24 * 60 * 60 * 1000);
+    expect((await app.admin('POST', '/jobs/webhooks/run')).status).toBe(200);
+    const since = down.received.slice(sentBefore).map((r) => r.body);
+    expect(since.some((b) => b.includes('Hola de nuevo'))).toBe(true);
+    expect(found(since.join('\n'), [p.contactId, ...p.needles.slice(3)])).toEqual([]);
 
     // "Both are written to the audit trail", with no personal data in `changes`.
     const lines = await app.rt.services.db
