@@ -5,6 +5,8 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Trx } from '../db/index.js';
 
+const DAY_MS = 24 * 60 * 60 * 1000;
+
 export interface Person {
   accountId: string;
   contactId: string;
@@ -12,6 +14,8 @@ export interface Person {
   /** Canonical digits, null for a social-only contact. */
   phone: string | null;
   socialchatId: string | null;
+  /** When the contact was made: no event about them is older (a day's margin covers clocks read apart in one request). */
+  since: Date;
 }
 
 /**
@@ -41,7 +45,8 @@ export async function scrubCopies(trx: Trx, p: Person): Promise<void> {
   const eventIds = (
     await sql<{ id: string }>`
       UPDATE events SET data = '{"erased": true}'::jsonb
-      WHERE account_id = ${p.accountId} AND ${mentions(sql`data::text`, needles)}
+      WHERE account_id = ${p.accountId} AND created_at >= ${new Date(p.since.getTime() - DAY_MS)}
+        AND ${mentions(sql`data::text`, needles)}
       RETURNING id`.execute(trx)
   ).rows.map((e) => e.id);
   if (eventIds.length > 0) {

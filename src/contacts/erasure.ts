@@ -27,7 +27,7 @@ export async function eraseContact(s: Services, accountId: string, contactId: st
     // The contact first (lock order 2, as the inbound path): a message of theirs waits for the commit.
     const contact = await trx
       .selectFrom('contacts')
-      .select(['id', 'phone', 'socialchat_id', 'opted_out', 'marketing_opt_out'])
+      .select(['id', 'phone', 'socialchat_id', 'opted_out', 'marketing_opt_out', 'created_at'])
       .where('account_id', '=', accountId)
       .where('id', '=', contactId)
       .where('erased_at', 'is', null)
@@ -40,7 +40,14 @@ export async function eraseContact(s: Services, accountId: string, contactId: st
 
     await stopWhatRuns(trx, conversationIds, now);
     const counts = await scrubRows(trx, contactId, conversationIds, now);
-    await scrubCopies(trx, { accountId, contactId, conversationIds, phone: contact.phone, socialchatId: contact.socialchat_id });
+    await scrubCopies(trx, {
+      accountId,
+      contactId,
+      conversationIds,
+      phone: contact.phone,
+      socialchatId: contact.socialchat_id,
+      since: contact.created_at,
+    });
     if (contact.phone && (contact.opted_out || contact.marketing_opt_out)) await keepOptOut(trx, accountId, contact.phone, contact, now);
     await trx
       .updateTable('contacts')
