@@ -63,10 +63,10 @@ export async function scrubCopies(trx: Trx, p: Person): Promise<void> {
   await sql`
     DELETE FROM idempotency_keys
     WHERE account_id = ${p.accountId} AND response_body IS NOT NULL AND ${mentions(sql`response_body::text`, needles)}`.execute(trx);
-  if (p.phone) {
-    await scrubInboundQueue(trx, phoneSpellings(p.phone));
-    await scrubImports(trx, p.accountId, p.phone);
-  }
+  // Queued batches name them by their number (WhatsApp) or their Instagram-scoped id.
+  const ids = [...(p.phone ? phoneSpellings(p.phone) : []), ...(p.socialchatId ? [p.socialchatId] : [])];
+  if (ids.length > 0) await scrubInboundQueue(trx, ids);
+  if (p.phone) await scrubImports(trx, p.accountId, p.phone);
 }
 
 /**
@@ -80,11 +80,14 @@ function without(v: unknown, needles: string[]): unknown {
 }
 
 /**
- * Meta batches still queued (or parked) that mention them: their messages, statuses and contact
- * entries are taken out of the batch (the rest of it, other customers', is processed as before),
+ * Meta and Instagram batches still queued (or parked) that mention them: their messages, statuses
+ * and contact entries are taken out of the batch (the rest of it, other customers', is processed as before),
  * and their ordering keys go (nothing of theirs is left to order).
  */
-async function scrubInboundQueue(trx: Trx, spellings: string[]): Promise<void> {
+async function scrubInboundQueue(trx: Trx, names: string[]): Promise<void> {
+  // Meta's ids are long digit strings: a short social id could match anything; such a one is skipped.
+  const spellings = names.filter((x) => x.length >= 8);
+  if (spellings.length === 0) return;
   const rows = await sql<{ id: string; body: string }>`
     SELECT id::text, body FROM inbound_queue WHERE ${mentions(sql`body`, spellings)} FOR UPDATE`.execute(trx);
   for (const row of rows.rows) {
