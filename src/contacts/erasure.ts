@@ -9,6 +9,7 @@ import { endStretch } from '../agents/stretches.js';
 import { type AuditWho, audit } from '../audit/trail.js';
 import { cancelRunning } from '../automations/cancel.js';
 import type { Trx } from '../db/index.js';
+import { transaction } from '../db/retry.js';
 import { ApiError } from '../http/errors.js';
 import type { Services } from '../services.js';
 import { scrubCopies } from './erasure-copies.js';
@@ -23,7 +24,8 @@ export interface Erased {
 /** DELETE …/contacts/{contactId}: 404 for an unknown, another account's or an already erased contact. */
 export async function eraseContact(s: Services, accountId: string, contactId: string, who: AuditWho): Promise<Erased> {
   const now = s.clock.now();
-  const erased = await s.db.transaction().execute(async (trx) => {
+  // A deadlock with a concurrent writer (PostgreSQL rolls one back) runs it again whole.
+  const erased = await transaction(s.db, async (trx) => {
     // The contact first (lock order 2, as the inbound path): a message of theirs waits for the commit.
     const contact = await trx
       .selectFrom('contacts')
