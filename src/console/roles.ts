@@ -4,7 +4,7 @@
 // members until it is listed here. The operator token is not subject to this table.
 import type { Role } from '../members/service.js';
 
-type Methods = 'GET' | 'WRITE' | '*';
+type Methods = 'GET' | 'WRITE' | 'DELETE' | '*';
 /** [methods, pattern, least role]; a pattern ending in `/**` covers its area and everything under it. */
 type Rule = readonly [Methods, string, Role];
 
@@ -20,6 +20,9 @@ export const ROLE_RULES: readonly Rule[] = [
   // (docs/decisions.md "Contact import and export are admins'").
   ['*', '/contacts/imports/**', 'admin'],
   ['GET', '/contacts/export', 'admin'],
+  // Erasing or exporting one person (docs/privacy.md) is an owner's or an admin's.
+  ['GET', '/contacts/:contactId/export', 'admin'],
+  ['DELETE', '/contacts/:contactId', 'admin'],
   ['*', '/contacts/**', 'agent'],
   ['GET', '/cases/**', 'agent'],
   ['WRITE', '/cases/:caseId/stage', 'agent'],
@@ -61,6 +64,7 @@ export function leastRole(method: string, path: string): Role | null {
   for (const [methods, pattern, role] of ROLE_RULES) {
     if (methods === 'GET' && write) continue;
     if (methods === 'WRITE' && !write) continue;
+    if (methods === 'DELETE' && method !== 'DELETE') continue;
     if (matches(pattern, path)) return role;
   }
   return null;

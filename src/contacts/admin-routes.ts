@@ -1,13 +1,17 @@
 // Operator API (and the console, with a session): the account's contacts — search, one contact
-// with its conversations, edit — and CSV import and export (docs/operator.md "Contacts"). The
+// with its conversations, edit, erase or export one person — and CSV import and export
+// (docs/operator.md "Contacts"). The
 // same services and schemas as /api/v1/contacts: no second copy of a rule.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { whoOf } from '../audit/trail.js';
 import { ApiError } from '../http/errors.js';
 import { CursorQuery, errors, NoBody, type RoutesFn, Timestamp, Uuid, type ZodApp } from '../http/schemas.js';
+import { eraseContact } from './erasure.js';
 import { exportContacts } from './export.js';
 import { getImport, importFailures, previewImport, readCsvBody, startImport } from './import.js';
-import { Attributes, ContactPage, ContactView } from './schemas.js';
+import { exportPerson } from './person-export.js';
+import { Attributes, ContactPage, ContactView, PersonExport } from './schemas.js';
 import { contactView, editContact, getContact, listContacts } from './service.js';
 
 const AccountParams = z.object({ id: Uuid });
@@ -223,6 +227,55 @@ export const contactAdminRoutes: RoutesFn = (app, s) => {
         .header('content-disposition', `attachment; filename="contactos-${day}.csv"`)
         .header('cache-control', 'no-store')
         .send(stream);
+    },
+  );
+
+  app.delete(
+    '/accounts/:id/contacts/:contactId',
+    {
+      schema: {
+        summary: 'Erase one person: their contact, the text of their messages, notes, flow variables, agent transcripts and copies',
+        description:
+          'The right to erasure (docs/privacy.md "Erasure and export of one person"). Running executions and agent stretches of their ' +
+          'conversations stop; messages, cases and campaign recipients stay with ids, times and statuses only (counts still add up); ' +
+          'queued webhook deliveries of events about them are skipped and the events scrubbed. A later message from the same phone ' +
+          'makes a new contact. Written to the audit trail (contact.erased). An erased or unknown contact → 404.',
+        tags: ['Operator'],
+        params: ContactParams,
+        response: { 204: z.null().describe('Erased'), ...errors(401, 404) },
+      },
+    },
+    async (req, reply) => {
+      await eraseContact(s, req.params.id, req.params.contactId, whoOf(req));
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.get(
+    '/accounts/:id/contacts/:contactId/export',
+    {
+      schema: {
+        summary: 'Everything held about one person, as one JSON document (streamed)',
+        description:
+          'The right of access (docs/privacy.md "Erasure and export of one person"): contact, attributes, consent, conversations with ' +
+          'messages and notes, cases, flow executions with their variables and step logs, agent stretches with their turns, agent ' +
+          'reviews, campaigns that reached them, social comments. Written to the audit trail (contact.exported) before it is sent.',
+        tags: ['Operator'],
+        params: ContactParams,
+        produces: ['application/json'],
+        response: { 200: PersonExport, ...errors(401, 404) },
+      },
+    },
+    async (req, reply) => {
+      const stream = await exportPerson(s, req.params.id, req.params.contactId, whoOf(req));
+      return (
+        reply
+          .header('content-type', 'application/json; charset=utf-8')
+          .header('content-disposition', `attachment; filename="contacto-${req.params.contactId}.json"`)
+          .header('cache-control', 'no-store')
+          // The schema documents the document; Fastify sends a stream as it is, never serialised.
+          .send(stream as unknown as z.infer<typeof PersonExport>)
+      );
     },
   );
 };

@@ -22,7 +22,7 @@ async function* contactRecords(db: Executor, accountId: string, keys: string[]):
     const page: { id: string; phone: string | null; name: string; attributes: Record<string, string> }[] = (
       await sql<{ id: string; phone: string | null; name: string; attributes: Record<string, string> }>`
         SELECT id, phone, name, attributes FROM contacts
-        WHERE account_id = ${accountId} ${after ? sql`AND id > ${after}` : sql``}
+        WHERE account_id = ${accountId} AND erased_at IS NULL ${after ? sql`AND id > ${after}` : sql``}
         ORDER BY id LIMIT ${PAGE}`.execute(db)
     ).rows;
     for (const c of page) yield [c.phone ? `+${c.phone}` : '', c.name, ...keys.map((k) => c.attributes[k] ?? '')];

@@ -260,7 +260,9 @@ async function contactRoom(db: Executor, account: AccountRow, lock: boolean): Pr
   const limit = effectiveLimits(account.plan, account.limits).contacts;
   if (limit === null) return { left: null, limit: null };
   if (lock) await sql`SELECT id FROM accounts WHERE id = ${account.id} FOR NO KEY UPDATE`.execute(db);
-  const r = await sql<{ n: number }>`SELECT count(*)::int AS n FROM contacts WHERE account_id = ${account.id}`.execute(db);
+  const r = await sql<{
+    n: number;
+  }>`SELECT count(*)::int AS n FROM contacts WHERE account_id = ${account.id} AND erased_at IS NULL`.execute(db);
   return { left: Math.max(0, limit - (r.rows[0]?.n ?? 0)), limit };
 }
 

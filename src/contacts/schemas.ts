@@ -90,3 +90,32 @@ export const ContactPage = z.object({
   hasMore: z.boolean(),
   nextCursor: Uuid.nullable().describe('Pass it as `after` to get the next page; null on the last page'),
 });
+
+const Rows = (what: string) => z.array(z.record(z.string(), z.unknown())).describe(what);
+/** GET …/contacts/{contactId}/export (person-export.ts streams it). */
+export const PersonExport = z
+  .object({
+    object: z.literal('contact_export'),
+    exportedAt: Timestamp,
+    contact: ContactView,
+    consent: z.object({ optedOut: z.boolean(), marketingOptOut: z.boolean() }).describe('Their opt-outs now'),
+    conversations: z
+      .array(
+        z.object({
+          id: Uuid,
+          channel: z.string(),
+          createdAt: Timestamp,
+          lastInboundAt: Timestamp.nullable(),
+          messages: Rows('Every message, oldest first: text, template and variables, status and times, who sent it'),
+          notes: Rows('The team’s notes'),
+        }),
+      )
+      .describe('Their conversations, oldest first'),
+    cases: Rows('Their cases, every field'),
+    automationExecutions: Rows('Flow executions: the flow’s name, saved variables and the step log (steps)'),
+    agentStretches: Rows('AI agent stretches: summary, goal data and each model turn (turns: tool calls and decision)'),
+    agentReviews: Rows('Reviews of those stretches'),
+    campaigns: Rows('Campaigns that reached them: status per campaign'),
+    socialComments: Rows('Their Instagram comments'),
+  })
+  .describe('Everything held about one person (docs/privacy.md "Erasure and export of one person")');

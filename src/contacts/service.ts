@@ -38,7 +38,13 @@ export function contactView(c: ContactRow): ContactView {
 }
 
 export async function getContact(db: Executor, accountId: string, id: string): Promise<ContactRow> {
-  const row = await db.selectFrom('contacts').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom('contacts')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .where('erased_at', 'is', null)
+    .executeTakeFirst();
   if (!row) throw new ApiError('contact_not_found');
   return row;
 }
@@ -56,6 +62,7 @@ export async function assertContactRoom(trx: Trx, account: AccountRow): Promise<
     .selectFrom('contacts')
     .select(sql<number>`count(*)::int`.as('n'))
     .where('account_id', '=', account.id)
+    .where('erased_at', 'is', null)
     .executeTakeFirstOrThrow();
   if (n >= limit) {
     throw new ApiError('contact_limit', {
@@ -344,7 +351,7 @@ export async function listContacts(
   accountId: string,
   q: { limit: number; after?: string | undefined; q?: string | undefined },
 ) {
-  let query = db.selectFrom('contacts').selectAll().where('account_id', '=', accountId);
+  let query = db.selectFrom('contacts').selectAll().where('account_id', '=', accountId).where('erased_at', 'is', null);
   if (q.after) query = query.where('id', '>', q.after);
   const text = q.q?.trim();
   if (text) {
@@ -382,6 +389,7 @@ export async function editContact(
       .selectAll()
       .where('account_id', '=', accountId)
       .where('id', '=', id)
+      .where('erased_at', 'is', null)
       .forUpdate()
       .executeTakeFirst();
     if (!existing) throw new ApiError('contact_not_found');

@@ -82,6 +82,17 @@ export interface ContactsTable {
   marketing_opt_out: Generated<boolean>;
   created_at: TsDefault;
   updated_at: TsDefault;
+  /** Set when the person was erased (migrations/0035): a tombstone, gone for every read and count. */
+  erased_at: Generated<Date | null>;
+}
+
+/** An opt-out kept after its contact was erased (migrations/0036): the hash of account and phone, never the phone. */
+export interface ContactSuppressionsTable {
+  account_id: string;
+  phone_hash: string;
+  opted_out: boolean;
+  marketing_opt_out: boolean;
+  created_at: Ts;
 }
 
 export interface ContactFieldsTable {
@@ -764,6 +775,7 @@ export interface Database {
   social_accounts: SocialAccountsTable;
   contacts: ContactsTable;
   contact_fields: ContactFieldsTable;
+  contact_suppressions: ContactSuppressionsTable;
   templates: TemplatesTable;
   conversations: ConversationsTable;
   campaigns: CampaignsTable;

@@ -119,7 +119,7 @@ export class DbUsageMeter implements UsageMeter {
       // What the account holds now (not counted per month): contacts and connected AI apps.
       this.db
         .selectNoFrom([
-          sql<number>`(SELECT count(*)::int FROM contacts WHERE account_id = ${accountId})`.as('contacts'),
+          sql<number>`(SELECT count(*)::int FROM contacts WHERE account_id = ${accountId} AND erased_at IS NULL)`.as('contacts'),
           sql<number>`(SELECT count(*)::int FROM ai_apps WHERE account_id = ${accountId} AND revoked_at IS NULL)`.as('aiApps'),
         ])
         .executeTakeFirstOrThrow(),

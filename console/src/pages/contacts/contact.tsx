@@ -1,18 +1,20 @@
 // A contact's page (/console/contactos/<id>): phone, opt-out, the name and attributes editable
 // (PATCH …/contacts/{contactId}, the limits of POST /api/v1/contacts; the server's errors next to
-// their field) and the contact's conversations, each a link to /console/conversaciones/<id>.
+// their field) and the contact's conversations, each a link to /console/conversaciones/<id>;
+// for owners and admins, the person's data on request (privacy.tsx).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, call } from '../../api/client';
 import { useFocusOnChange } from '../../focus';
 import { BASE, Link } from '../../router';
 import { texts } from '../../texts';
 import { Field } from '../../ui/field';
+import { ContactPrivacy } from './privacy';
 import { formatDate, contactsTexts as t } from './texts';
 import type { ContactWithConversations } from './types';
 
 const messageOf = (e: unknown): string => (e instanceof ApiError ? e.message : texts.offline);
 
-export function ContactDetail({ base, id }: { base: string; id: string }) {
+export function ContactDetail({ base, id, manager }: { base: string; id: string; manager: boolean }) {
   const heading = useRef<HTMLHeadingElement>(null);
   useFocusOnChange(heading, `contactos/${id}`);
   const [contact, setContact] = useState<ContactWithConversations | null>(null);
@@ -26,6 +28,7 @@ export function ContactDetail({ base, id }: { base: string; id: string }) {
   const [formError, setFormError] = useState('');
   const [status, setStatus] = useState('');
   const [busy, setBusy] = useState(false);
+  const [erased, setErased] = useState(false);
 
   const show = (c: ContactWithConversations) => {
     setContact(c);
@@ -83,6 +86,18 @@ export function ContactDetail({ base, id }: { base: string; id: string }) {
       <Link href={`${BASE}/contactos`}>← {t.back}</Link>
     </p>
   );
+  if (erased)
+    return (
+      <div class="contacts contact">
+        {back}
+        <h1 ref={heading} tabIndex={-1}>
+          {t.title}
+        </h1>
+        <p role="status" class="notice">
+          {t.erased}
+        </p>
+      </div>
+    );
   if (!contact)
     return (
       <div class="contacts contact">
@@ -198,6 +213,17 @@ export function ContactDetail({ base, id }: { base: string; id: string }) {
           </ul>
         )}
       </section>
+      {manager && (
+        <ContactPrivacy
+          base={base}
+          id={contact.id}
+          who={contact.name || (contact.phone ? `+${contact.phone}` : t.noName)}
+          onErased={() => {
+            setErased(true);
+            heading.current?.focus();
+          }}
+        />
+      )}
     </div>
   );
 }

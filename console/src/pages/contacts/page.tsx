@@ -1,6 +1,7 @@
 // Contactos (console.md "Pages"): the search box `Buscar contactos` (name or phone, searched by the
 // server, paged by cursor), `Importar CSV` and `Exportar CSV` for admins and owners, and a
-// contact's page at /console/contactos/<id>. Everything over the operator account routes.
+// contact's page at /console/contactos/<id> (with `Exportar datos` and `Borrar datos del contacto`
+// for admins and owners). Everything over the operator account routes.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, call } from '../../api/client';
 import { useFocusOnChange } from '../../focus';
@@ -18,7 +19,7 @@ const PAGE = 50;
 
 export function ContactsPage({ accountId, role, openId }: { accountId: string; role: Role; openId: string | null }) {
   const base = `/admin/v1/accounts/${encodeURIComponent(accountId)}`;
-  if (openId) return <ContactDetail base={base} id={openId} />;
+  if (openId) return <ContactDetail base={base} id={openId} manager={role !== 'agent'} />;
   return <ContactList base={base} manager={role !== 'agent'} />;
 }
 

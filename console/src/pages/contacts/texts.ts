@@ -31,6 +31,23 @@ export const contactsTexts = {
   conversations: 'Conversaciones',
   noConversations: 'Todavía no tiene conversaciones.',
   conversationOn: (channel: string, date: string) => `${channel === 'socialchat' ? 'Instagram' : 'WhatsApp'} · desde ${date}`,
+  privacy: 'Datos personales',
+  privacyHint: 'Si la persona pide una copia de sus datos o que los borremos (Ley 25.326).',
+  exportData: 'Exportar datos',
+  eraseData: 'Borrar datos del contacto',
+  eraseTitle: (who: string) => `¿Borrar los datos de ${who}?`,
+  eraseIntro: 'Se borran para siempre:',
+  eraseWhat: [
+    'el nombre, el teléfono y los atributos del contacto;',
+    'el texto de sus mensajes y las notas de sus conversaciones;',
+    'las respuestas que guardaron los flujos y lo que conversó con los agentes de IA;',
+    'los eventos de webhook con sus datos (los pendientes no se envían).',
+  ],
+  eraseKeeps:
+    'Los flujos y agentes que lo estén atendiendo se detienen. Quedan solo los números: mensajes, casos y campañas sin datos personales. Si pidió la baja, la baja sigue valiendo. Si vuelve a escribir, es un contacto nuevo.',
+  eraseFinal: 'No se puede deshacer.',
+  eraseConfirm: 'Sí, borrar sus datos',
+  erased: 'Borramos los datos del contacto.',
   importTitle: 'Importar contactos',
   importHint:
     'Un archivo CSV en UTF-8 de hasta 20 MiB. Columnas: phone, name y después una por atributo. Los contactos que ya existen se actualizan; una celda vacía no cambia nada.',
