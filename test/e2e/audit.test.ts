@@ -50,10 +50,19 @@ const ROUTES: Record<string, string[] | { none: string }> = {
   'POST /console/api/invites/:token': ['member.updated'],
   'POST /admin/v1/dead-letters/:id/retry': ['dead_letter.retried'],
   'DELETE /admin/v1/dead-letters/:id': ['dead_letter.discarded'],
+  'DELETE /admin/v1/accounts/:id/contacts/:contactId': ['contact.erased'],
+  'PATCH /admin/v1/accounts/:id/contacts/:contactId': {
+    none: "editing a contact's attributes is the business's own data, not a security action",
+  },
+};
+
+/** Reads that are audited too: a person's data taken out of the system. */
+const READS: Record<string, string[]> = {
+  'GET /admin/v1/accounts/:id/contacts/:contactId/export': ['contact.exported'],
 };
 
 const AUDITED_FAMILIES =
-  /^\/admin\/v1\/accounts(\/:id(\/(keys|ai-apps|webhooks|phone-numbers|social-accounts|members)(\/.*)?)?)?$|^\/admin\/v1\/dead-letters\/|^\/console\/api\/(login|logout|invites)|^\/console\/conectar\//;
+  /^\/admin\/v1\/accounts(\/:id(\/(keys|ai-apps|webhooks|phone-numbers|social-accounts|members)(\/.*)?|\/contacts\/:contactId)?)?$|^\/admin\/v1\/dead-letters\/|^\/console\/api\/(login|logout|invites)|^\/console\/conectar\//;
 
 /** The app's routes, from the router's tree (printRoutes draws it 4 characters a level). */
 function servedRoutes(): string[] {
@@ -242,6 +251,13 @@ describe('"One append-only table of security-relevant actions … one line per a
     });
     await mine('DELETE /admin/v1/accounts/:id/webhooks/:wid', 'webhook.deleted', 'DELETE', `${a}/webhooks/${hook2.body.id}`);
     await consent(c, steps, ana);
+    // A customer's data, exported and erased by the owner.
+    const customer = await app.inbound({ accountId: id, from: freshPhone(), text: 'Hola, quiero mis datos', name: 'Clara Cliente' });
+    expect(customer.status).toBe(201);
+    const person = `${a}/contacts/${customer.body.contactId}`;
+    await mine('PATCH /admin/v1/accounts/:id/contacts/:contactId', null, 'PATCH', person, { attributes: { ciudad: 'Rosario' } });
+    await mine('GET /admin/v1/accounts/:id/contacts/:contactId/export', 'contact.exported', 'GET', `${person}/export`);
+    await mine('DELETE /admin/v1/accounts/:id/contacts/:contactId', 'contact.erased', 'DELETE', person);
     const out = await request(`${app.url}/console/api/logout`, 'POST', undefined, { cookie: c.cookie, 'x-chasqui-csrf': c.csrf });
     expect(out.status).toBe(204);
     steps.push({ route: 'POST /console/api/logout', res: out, action: null, actor: ana });
@@ -257,7 +273,7 @@ describe('"One append-only table of security-relevant actions … one line per a
         expect(mineLines, `${s.route} writes no line`).toEqual([]);
         continue;
       }
-      expect(ROUTES[s.route]).toContain(s.action);
+      expect(ROUTES[s.route] ?? READS[s.route]).toContain(s.action);
       expect(mineLines, `${s.route} → one ${s.action}`).toHaveLength(1);
       expect(mineLines[0]).toMatchObject({ action: s.action, actor: s.actor, requestId });
       expect(mineLines[0]!.ip).toMatch(LOCAL_IP);
