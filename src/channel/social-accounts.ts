@@ -1,7 +1,7 @@
 // Social accounts of an account (docs/operator.md "Social accounts"; spec social.md): a social
 // account is to the social channel (Instagram Direct) what a phone number is to WhatsApp. The
-// Instagram ids and secrets live in their columns and never leave this module's view (nor the
-// logs). DELETE keeps the row (deleted_at) with its secrets cleared: its conversations keep their
+// Instagram ids and secrets live in their columns, the secrets sealed (docs/privacy.md "Secrets
+// sealed at rest"), and never leave this module's view (nor the logs). DELETE keeps the row (deleted_at) with its secrets cleared: its conversations keep their
 // key and history.
 import { sql } from 'kysely';
 import type { Executor } from '../db/index.js';
@@ -9,6 +9,7 @@ import type { SocialAccountRow } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
 import { textFor } from '../http/messages.es-AR.js';
 import { newId } from '../lib/ids.js';
+import { type Keyring, openOrNull, sameSecret } from '../secrets/keyring.js';
 import type { Services } from '../services.js';
 
 export interface SocialAccountView {
@@ -103,7 +104,29 @@ async function assertAgent(trx: Executor, accountId: string, agentId: string): P
   if (!agent) throw invalid(['agentId'], textFor('agent_ref_not_found'));
 }
 
-/** Inserts a social account row; undefined when a live one already has the igUserId (the seed and createSocialAccount). */
+/** The secrets as stored: sealed (an absent one stays absent). */
+const sealInstagram = <T extends { accessToken?: string | undefined; appSecret?: string | undefined; verifyToken?: string | undefined }>(
+  ring: Keyring,
+  ig: T,
+): T => ({
+  ...ig,
+  ...(ig.accessToken !== undefined ? { accessToken: ring.seal(ig.accessToken, 'social_accounts.access_token') } : {}),
+  ...(ig.appSecret !== undefined ? { appSecret: ring.seal(ig.appSecret, 'social_accounts.app_secret') } : {}),
+  ...(ig.verifyToken !== undefined ? { verifyToken: ring.seal(ig.verifyToken, 'social_accounts.verify_token') } : {}),
+});
+
+/** The account's access token, opened for an Instagram call; throws SecretKeyMissing when its key is not in the ring. */
+export const instagramAccessToken = (ring: Keyring, r: Pick<SocialAccountRow, 'access_token'>): string | null =>
+  ring.openNullable(r.access_token, 'social_accounts.access_token');
+
+/** The account's app secret, opened to check a signature; null when unset or its key is not in the ring. */
+export const instagramAppSecret = (ring: Keyring, r: Pick<SocialAccountRow, 'app_secret'>): string | null =>
+  openOrNull(ring, r.app_secret, 'social_accounts.app_secret');
+
+/**
+ * Inserts a social account row, its secrets already sealed; undefined when a live one already has
+ * the igUserId (the seed and createSocialAccount).
+ */
 export const insertSocialAccount = (db: Executor, accountId: string, input: NewSocialAccount, now: Date) => {
   const ig = input.provider === 'instagram' ? input.instagram : undefined;
   return (
@@ -131,7 +154,8 @@ export const insertSocialAccount = (db: Executor, accountId: string, input: NewS
 /** Connects a social account: an Instagram one needs its credentials and an igUserId no other live one has. */
 export async function createSocialAccount(s: Services, accountId: string, input: NewSocialAccount): Promise<SocialAccountView> {
   if (input.provider === 'instagram' && !input.instagram) throw invalid(['instagram'], textFor('social_instagram_required'));
-  const row = await insertSocialAccount(s.db, accountId, input, s.clock.now());
+  const sealed = { ...input, instagram: input.instagram && sealInstagram(s.secrets, input.instagram) };
+  const row = await insertSocialAccount(s.db, accountId, sealed, s.clock.now());
   if (!row) throw invalid(['instagram', 'igUserId'], textFor('social_instagram_taken'));
   return socialAccountView(row);
 }
@@ -155,7 +179,7 @@ export async function updateSocialAccount(
   const row = await s.db.transaction().execute(async (trx) => {
     const cur = await getSocialAccountRow(trx, accountId, id);
     if (patch.agentId) await assertAgent(trx, accountId, patch.agentId);
-    const ig = patch.instagram;
+    const ig = patch.instagram && sealInstagram(s.secrets, patch.instagram);
     if (ig && cur.provider !== 'instagram') throw invalid(['instagram'], textFor('social_secrets_sandbox'));
     if (patch.status === undefined && patch.agentId === undefined && patch.name === undefined && !ig) return cur;
     return trx
@@ -197,7 +221,6 @@ export async function deleteSocialAccount(s: Services, accountId: string, id: st
   if (done.numUpdatedRows === 0n) throw new ApiError('social_account_not_found');
 }
 
-/** Whether some Instagram social account has this webhook verify token (the GET handshake). */
 /** A deleted agent answers no social account (agents/service.ts, in its transaction), as numbers. */
 export async function unassignAgentFromSocialAccounts(trx: Executor, accountId: string, agentId: string): Promise<void> {
   await trx
@@ -208,9 +231,13 @@ export async function unassignAgentFromSocialAccounts(trx: Executor, accountId: 
     .execute();
 }
 
-export async function isInstagramVerifyToken(db: Executor, token: string): Promise<boolean> {
-  const match = await live(db).where('provider', '=', 'instagram').where('verify_token', '=', token).executeTakeFirst();
-  return match !== undefined;
+/** Whether some Instagram social account has this webhook verify token (the GET handshake; sealed, so each is opened). */
+export async function isInstagramVerifyToken(s: Services, token: string): Promise<boolean> {
+  const rows = await live(s.db).where('provider', '=', 'instagram').where('verify_token', 'is not', null).execute();
+  return rows.some((r) => {
+    const mine = openOrNull(s.secrets, r.verify_token, 'social_accounts.verify_token');
+    return mine !== null && sameSecret(mine, token);
+  });
 }
 
 /** Live Instagram social accounts by their igUserIds (the receiver). */
@@ -220,7 +247,7 @@ export async function instagramAccountsByIgId(db: Executor, igUserIds: string[])
 }
 
 /** The app secrets of every live Instagram social account (a signed body that names none of ours). */
-export async function instagramAppSecrets(db: Executor): Promise<string[]> {
-  const rows = await live(db).where('provider', '=', 'instagram').where('app_secret', 'is not', null).execute();
-  return [...new Set(rows.map((r) => r.app_secret!))];
+export async function instagramAppSecrets(s: Services): Promise<string[]> {
+  const rows = await live(s.db).where('provider', '=', 'instagram').where('app_secret', 'is not', null).execute();
+  return [...new Set(rows.flatMap((r) => instagramAppSecret(s.secrets, r) ?? []))];
 }

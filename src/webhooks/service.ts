@@ -7,6 +7,7 @@ import { iso } from '../http/schemas.js';
 import { forgetDeath } from '../jobs/dead-letters.js';
 import { newId } from '../lib/ids.js';
 import { effectiveLimits, suggestPlan } from '../limits/plans.js';
+import { openOrNull } from '../secrets/keyring.js';
 import type { Services } from '../services.js';
 import { emitEvent } from './outbox.js';
 import { newSecret } from './signing.js';
@@ -58,6 +59,7 @@ export async function createWebhook(s: Services, account: AccountRow, input: { u
         },
       });
     }
+    const secret = newSecret();
     const row = await trx
       .insertInto('webhooks')
       .values({
@@ -65,14 +67,14 @@ export async function createWebhook(s: Services, account: AccountRow, input: { u
         account_id: account.id,
         url,
         events: input.events?.length ? [...new Set(input.events)] : null,
-        secret: newSecret(),
+        secret: s.secrets.seal(secret, 'webhooks.secret'),
         created_at: now,
         updated_at: now,
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-    // The secret is shown here and stays readable by the operator (it signs every delivery).
-    return { ...webhookView(row), secret: row.secret };
+    // The secret is shown here once; it is stored sealed (docs/privacy.md "Secrets sealed at rest").
+    return { ...webhookView(row), secret };
   });
 }
 
@@ -150,9 +152,17 @@ export async function rotateSecret(s: Services, accountId: string, id: string): 
   const w = await getWebhook(s.db, accountId, id);
   const now = s.clock.now();
   const secret = newSecret();
+  // Sealed anew for its own column (the place is bound into the value); one sealed by a key not in
+  // the ring cannot sign any more, so it is not kept.
+  const previous = openOrNull(s.secrets, w.secret, 'webhooks.secret');
   await s.db
     .updateTable('webhooks')
-    .set({ secret, previous_secret: w.secret, previous_secret_expires_at: new Date(now.getTime() + ROTATION_OVERLAP_MS), updated_at: now })
+    .set({
+      secret: s.secrets.seal(secret, 'webhooks.secret'),
+      previous_secret: s.secrets.sealNullable(previous, 'webhooks.previous_secret'),
+      previous_secret_expires_at: previous === null ? null : new Date(now.getTime() + ROTATION_OVERLAP_MS),
+      updated_at: now,
+    })
     .where('id', '=', w.id)
     .execute();
   return { secret };

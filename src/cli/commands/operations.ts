@@ -1,4 +1,4 @@
-// Operator commands: periodic jobs, dead letters and the sandbox channel.
+// Operator commands: periodic jobs, dead letters, the secrets key and the sandbox channel.
 import type { Command } from 'commander';
 import { body, call, DATA, int, jsonObject, q } from '../call.js';
 
@@ -38,6 +38,18 @@ export function deadLetterCommands(program: Command): void {
     .description('discard one (logged)')
     .action(function (this: Command, id: string) {
       return call(this, 'DELETE', `/dead-letters/${id}`);
+    });
+}
+
+export function secretsCommands(program: Command): void {
+  const secrets = program
+    .command('secrets')
+    .description('operator: stored credentials, sealed at rest (docs/operating.md "The secrets key")');
+  secrets
+    .command('rotate')
+    .description('re-seal every stored credential with the first key of SECRETS_KEYS (then an old key can be removed)')
+    .action(function (this: Command) {
+      return call(this, 'POST', '/secrets/rotate');
     });
 }
 
