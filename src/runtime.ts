@@ -127,7 +127,6 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     );
   const database = await openDatabase(config.database, { loadDataDir: opts.loadDataDir });
   await migrate(database.db);
-  await sealPlaintext(database.db, secrets.keyring, log);
   const admin = resolveAdminToken(config);
   const metrics = createMetrics(config.METRICS, database.db, clock, (err) =>
     log.warn({ err: { message: (err as Error)?.message } }, 'metrics: queue gauges not read'),
@@ -178,6 +177,8 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
   channels.registerSocial(new InstagramProvider(services), instagramThrottled);
 
   const demo = config.seedDemo ? await seedDemoIfEmpty(database.db, clock.now()) : null;
+  // After the seed, whose automation is written without the keyring.
+  await sealPlaintext(database.db, secrets.keyring, log);
   const app = await buildApp(services);
   // Open connections (tracked per connection, not per request), so a shutdown can tell the
   // keep-alive connections of requests in flight to close after their answer.
