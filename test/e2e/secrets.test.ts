@@ -301,6 +301,52 @@ describe('secrets sealed at rest (privacy-security.md "Secrets at rest")', () =>
     await app.close();
   });
 
+  it('"a value sealed by an unknown key is an error naming the key id": a webhook attempt and an http step fail with it, the rest goes on', async () => {
+    const app = await startTestApp();
+    cleanup.push(() => app.close());
+    const acc = await app.createAccount();
+    const db = app.rt.services.db;
+    const gone = new Keyring([{ id: 'gone', key: Buffer.alloc(32, 9) }]);
+
+    const wh = await app.admin('POST', `/accounts/${acc.id}/webhooks`, { url: `${hooks.url}/gone`, events: ['contact.created'] });
+    expect(wh.status).toBe(201);
+    await sql`UPDATE webhooks SET secret = ${gone.seal(wh.body.secret, 'webhooks.secret')} WHERE id = ${wh.body.id}`.execute(db);
+    expect((await acc.call('POST', '/contacts', { phone: freshPhone() })).status).toBe(201);
+    const attempt = await until(async () => {
+      await app.admin('POST', '/jobs/webhooks/run');
+      const [d] = (await app.admin('GET', `/accounts/${acc.id}/webhooks/${wh.body.id}/deliveries`)).body.data;
+      if (!d) return undefined;
+      return (await app.admin('GET', `/accounts/${acc.id}/webhooks/${wh.body.id}/deliveries/${d.id}`)).body.attemptLog[0];
+    });
+    expect(attempt.error).toContain('la clave "gone", que no está en SECRETS_KEYS');
+    expect(hooks.received.some((r) => r.path === '/gone')).toBe(false);
+
+    const flow = await app.admin('POST', `/accounts/${acc.id}/automations`, {
+      name: 'CRM',
+      status: 'active',
+      trigger: { type: 'webhook' },
+      steps: [{ id: 'crm', type: 'http', method: 'POST', url: `${hooks.url}/crm-gone`, headers: { 'X-Api-Key': 'clave-de-la-tienda' } }],
+    });
+    expect(flow.status).toBe(201);
+    const sealedHeader = gone.seal('clave-de-la-tienda', 'automations.steps.headers');
+    await sql`UPDATE automations SET steps = jsonb_set(steps, '{0,headers,X-Api-Key}', to_jsonb(${sealedHeader}::text))
+      WHERE id = ${flow.body.id}`.execute(db);
+    // The operator's view shows the value it cannot open as stored (sealed), never a 500.
+    const shown = await app.admin('GET', `/accounts/${acc.id}/automations/${flow.body.id}`);
+    expect(shown.status).toBe(200);
+    expect(shown.body.steps[0].headers['X-Api-Key']).toBe(sealedHeader);
+    const hook = await request(String(flow.body.webhookUrl), 'POST', { phone: `+${freshPhone({ spelling: 'digits' })}` });
+    expect(hook.status).toBeLessThan(300);
+    const failed = await until(async () => {
+      await app.admin('POST', '/jobs/automations/run');
+      const [e] = (await app.admin('GET', `/accounts/${acc.id}/automations/${flow.body.id}/executions`)).body.data;
+      return e?.status === 'failed' ? e : undefined;
+    });
+    expect(failed.error).toContain('X-Api-Key');
+    expect(failed.error).toContain('"gone"');
+    expect(hooks.received.some((r) => r.path === '/crm-gone')).toBe(false);
+  });
+
   it('without SECRETS_KEYS outside production the first start makes DATA_DIR/secrets-key (mode 0600) and a restart reuses it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'chasqui-secrets-key-'));
     cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
