@@ -44,20 +44,30 @@ class Pass {
     return this.mode === 'plaintext' ? by === null : by !== this.ring.sealingKeyId;
   }
 
-  /** The value sealed by the first key, or null when it cannot be opened (logged once per place and key). */
+  /** The value sealed by the first key, or null when it cannot be opened (logged, left as it is). */
   redo(value: string, place: Place, where: string): string | null {
     try {
       return this.ring.seal(this.ring.open(value, place), place);
     } catch (err) {
-      if (!(err instanceof SecretKeyMissing)) throw err;
-      if (!this.missing.has(err.keyId)) this.log.warn({ keyId: err.keyId, where }, 'secrets: a value sealed by a key not in SECRETS_KEYS');
-      this.missing.add(err.keyId);
+      if (err instanceof SecretKeyMissing) {
+        if (!this.missing.has(err.keyId))
+          this.log.warn({ keyId: err.keyId, where }, 'secrets: a value sealed by a key not in SECRETS_KEYS');
+        this.missing.add(err.keyId);
+      } else {
+        // Altered, or copied from another place (the place is bound in): it never opened anywhere.
+        this.log.warn({ where, keyId: sealedBy(value) }, 'secrets: a sealed value does not open');
+      }
       return null;
     }
   }
 
+  /** What a sealed value not due in this pass starts with. */
+  get prefix(): string {
+    return this.mode === 'plaintext' ? 'sealed:v1:' : `sealed:v1:${this.ring.sealingKeyId}:`;
+  }
+
   async columns(table: string, columns: string[]): Promise<void> {
-    const prefix = this.mode === 'plaintext' ? 'sealed:v1:' : `sealed:v1:${this.ring.sealingKeyId}:`;
+    const prefix = this.prefix;
     const due = sql.join(
       columns.map((c) => sql`(${sql.ref(c)} IS NOT NULL AND left(${sql.ref(c)}, ${prefix.length}) <> ${prefix})`),
       sql` OR `,
@@ -91,7 +101,10 @@ class Pass {
         .selectFrom('automations')
         .select(['id', 'steps'])
         .where('id', '>', after)
-        .where(sql<boolean>`jsonb_path_exists(steps, '$[*] ? (@.type == "http" && exists(@.headers))')`)
+        // Only flows with a header value not sealed as this pass wants (key ids are [A-Za-z0-9_-]).
+        .where(
+          sql<boolean>`jsonb_path_exists(steps, ${`$[*] ? (@.type == "http").headers.* ? (!(@ starts with "${this.prefix}"))`}::jsonpath)`,
+        )
         .orderBy('id')
         .limit(BATCH)
         .execute();
