@@ -43,7 +43,7 @@ export function sealedBy(value: string): string | null {
   return end < 0 ? null : value.slice(PREFIX.length, end);
 }
 
-export const isSealed = (value: string): boolean => sealedBy(value) !== null;
+const isSealed = (value: string): boolean => sealedBy(value) !== null;
 
 export class Keyring {
   private readonly byId: Map<string, Buffer>;
@@ -93,12 +93,6 @@ export class Keyring {
   openNullable(value: string | null | undefined, place: Place): string | null {
     return value == null ? null : this.open(value, place);
   }
-
-  /** Re-sealed with the first key when another one sealed it (or nobody did); null when nothing changes. */
-  reseal(value: string, place: Place): string | null {
-    if (sealedBy(value) === this.sealingKeyId) return null;
-    return this.seal(this.open(value, place), place);
-  }
 }
 
 /**
@@ -120,14 +114,16 @@ export function parseKeyring(text: string): { keys: SecretKey[] } | { problem: s
   return { keys };
 }
 
-/** The plain value, or null when it cannot be opened (a key not in the ring): for scans that look for a match. */
+/**
+ * The plain value, or null when it cannot be opened (a key not in the ring, or a value altered or
+ * moved from its place): for the scans that look for a match, where one bad row must not hide the rest.
+ */
 export function openOrNull(ring: Keyring, value: string | null | undefined, place: Place): string | null {
   if (value == null) return null;
   try {
     return ring.open(value, place);
-  } catch (err) {
-    if (err instanceof SecretKeyMissing) return null;
-    throw err;
+  } catch {
+    return null;
   }
 }
 
