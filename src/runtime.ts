@@ -123,7 +123,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
   if (secrets.generatedFile)
     log.warn(
       { file: secrets.generatedFile },
-      'secrets: made the key that seals stored credentials; keep it with backups (docs/operating.md)',
+      'secrets: made the key that seals stored credentials; keep it safe and apart from the backups (docs/operating.md "The secrets key")',
     );
   const database = await openDatabase(config.database, { loadDataDir: opts.loadDataDir });
   await migrate(database.db);
