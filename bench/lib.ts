@@ -93,6 +93,8 @@ export async function startServer(
     ALLOW_PRIVATE_WEBHOOKS: 'on',
     DATA_DIR: env.DATA_DIR ?? tempDir(),
     NODE_ENV: 'production',
+    // Production refuses to start without a keyring (docs/privacy.md "Secrets sealed at rest").
+    SECRETS_KEYS: `bench:${Buffer.alloc(32, 3).toString('base64')}`,
     // Nothing in front of these servers: they stop at once on SIGTERM (no drain window).
     SHUTDOWN_DRAIN_MS: '0',
     ...env,

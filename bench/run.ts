@@ -3,7 +3,8 @@
 // fresh database per server), else PGlite in a temporary DATA_DIR; Redis counters when REDIS_URL
 // is set. `BENCH_ONLY=me,contacts` runs some figures only (`BENCH_ONLY=mcp`: the MCP tool call; `BENCH_ONLY=receiver`: the WhatsApp Cloud receiver;
 // `BENCH_ONLY=metrics`: GET /me with metrics on vs off; `BENCH_ONLY=console`: the console's live stream;
-// `BENCH_ONLY=contacts-import`: a 100,000-row contact CSV import and GET /me meanwhile).
+// `BENCH_ONLY=contacts-import`: a 100,000-row contact CSV import and GET /me meanwhile; `BENCH_ONLY=secrets`:
+// POST /messages through the Cloud provider with sealed credentials against plain ones, PostgreSQL only).
 // Speed is measured here, never asserted in timed tests (docs/performance.md).
 import { cpus } from 'node:os';
 import { agentFigures } from './figures/agents.js';
@@ -19,6 +20,7 @@ import { messageFigure } from './figures/messages.js';
 import { metricsFigure } from './figures/metrics.js';
 import { receiverFigure } from './figures/receiver.js';
 import { rssFigure } from './figures/rss.js';
+import { secretsFigure } from './figures/secrets.js';
 import { webhookFigures } from './figures/webhooks.js';
 import { BASE_URL, removeTempDirs, serverEnv, startServer } from './lib.js';
 import { writeResults } from './report.js';
@@ -53,6 +55,7 @@ async function main() {
   if (want('campaigns')) await campaignFigures();
   if (want('console')) await consoleStreamFigure();
   if (want('contacts-import')) await contactImportFigures();
+  if (want('secrets')) await secretsFigure();
   removeTempDirs();
   console.log(`\nWritten ${writeResults(database)}`);
 }

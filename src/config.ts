@@ -1,5 +1,6 @@
 // The one place that reads process.env (operator.md, "Configuration").
 import { z } from 'zod';
+import { parseKeyring, type SecretKey } from './secrets/keyring.js';
 
 const onOff = z.enum(['on', 'off', 'true', 'false', '1', '0']).transform((v) => v === 'on' || v === 'true' || v === '1');
 
@@ -19,6 +20,21 @@ const ConfigSchema = z.object({
   /** Prefix of every Redis key (processes sharing limits use the same one). */
   REDIS_KEY_PREFIX: z.string().min(1).default('chasqui'),
   ADMIN_TOKEN: z.string().min(16).optional(),
+  /**
+   * The keyring that seals stored credentials (docs/privacy.md "Secrets sealed at rest"):
+   * comma-separated `id:base64(32 bytes)`, the first seals, all open. Unset: DATA_DIR/secrets-key
+   * (made on the first start), except with NODE_ENV=production, which refuses to start.
+   */
+  SECRETS_KEYS: z
+    .string()
+    .optional()
+    .transform((text, ctx): SecretKey[] | undefined => {
+      if (text === undefined) return undefined;
+      const r = parseKeyring(text);
+      if ('keys' in r) return r.keys;
+      ctx.addIssue({ code: 'custom', message: r.problem });
+      return z.NEVER;
+    }),
   CHANNEL_PROVIDER: z.enum(['sandbox', 'cloud']).default('sandbox'),
   /** Graph base URL; a version segment (/v24.0) is added when it has none (docs/cloud.md). */
   GRAPH_API_URL: z.string().url().default('https://graph.facebook.com/v24.0'),

@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { type DestinationStream, pino } from 'pino';
+import { type DestinationStream, type Logger, pino } from 'pino';
 import { AccountViewCache } from './accounts/view-cache.js';
 import { stopReviews } from './agents/reviews.js';
 import { AgentRunner } from './agents/runner.js';
@@ -35,6 +35,9 @@ import { DbUsageMeter } from './limits/usage.js';
 import { createLlmClient } from './llm/client.js';
 import { appAuthenticator } from './mcp/apps.js';
 import { createMetrics } from './metrics/metrics.js';
+import type { Keyring } from './secrets/keyring.js';
+import { loadKeyring } from './secrets/load.js';
+import { resealAll } from './secrets/reseal.js';
 import { type DemoSeed, seedDemoIfEmpty } from './seed.js';
 import type { Services } from './services.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
@@ -78,6 +81,16 @@ function resolveAdminToken(config: Config): { token: string; generated: boolean 
   }
 }
 
+/** The start pass: values a version before sealing wrote in plain text are sealed; a failure is logged, never fatal. */
+async function sealPlaintext(db: OpenDb['db'], ring: Keyring, log: Logger): Promise<void> {
+  try {
+    const r = await resealAll(db, ring, 'plaintext', log);
+    if (r.resealed > 0) log.info({ sealed: r.resealed }, 'secrets: sealed values stored in plain text');
+  } catch (err) {
+    log.error({ err }, 'secrets: the start pass failed; plain values stay readable and are sealed on the next start');
+  }
+}
+
 /** This process's own base URL (without PUBLIC_URL): a wildcard host is reached on loopback. */
 function ownUrl(host: string, port: number): string {
   const h = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host;
@@ -105,6 +118,13 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     // same stdout (the start banner) although it was logged first. Tests may pass their own.
     opts.logDestination ?? pino.destination({ dest: 1, sync: true }),
   );
+  // Before the database: production without SECRETS_KEYS refuses to start (secretTexts.requiredInProduction).
+  const secrets = loadKeyring(config);
+  if (secrets.generatedFile)
+    log.warn(
+      { file: secrets.generatedFile },
+      'secrets: made the key that seals stored credentials; keep it safe and apart from the backups (docs/operating.md "The secrets key")',
+    );
   const database = await openDatabase(config.database, { loadDataDir: opts.loadDataDir });
   await migrate(database.db);
   const admin = resolveAdminToken(config);
@@ -133,6 +153,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     liveEvents: new EventBus(database, config.database.kind === 'postgres' ? config.database.url : null, log),
     publicUrl: config.PUBLIC_URL ?? ownUrl(config.HOST, config.PORT),
     llm: createLlmClient(config, log, { observe: (outcome, seconds) => metrics.llmRequest(outcome, seconds) }),
+    secrets: secrets.keyring,
     adminToken: admin.token,
     metrics,
     draining: false,
@@ -156,6 +177,8 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
   channels.registerSocial(new InstagramProvider(services), instagramThrottled);
 
   const demo = config.seedDemo ? await seedDemoIfEmpty(database.db, clock.now()) : null;
+  // After the seed, whose automation is written without the keyring.
+  await sealPlaintext(database.db, secrets.keyring, log);
   const app = await buildApp(services);
   // Open connections (tracked per connection, not per request), so a shutdown can tell the
   // keep-alive connections of requests in flight to close after their answer.

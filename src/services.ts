@@ -11,6 +11,7 @@ import type { Limiter, UsageMeter } from './limits/types.js';
 import type { LlmClient } from './llm/types.js';
 import type { AppAuthenticator } from './mcp/apps.js';
 import type { Metrics } from './metrics/metrics.js';
+import type { Keyring } from './secrets/keyring.js';
 
 export interface Dispatcher {
   /** A writer committed new deliveries: look now instead of at the next poll. */
@@ -72,6 +73,8 @@ export interface Services {
   publicUrl: string;
   /** The language model (LLM_BASE_URL); null when none is configured (docs/agents.md). */
   llm: LlmClient | null;
+  /** Seals and opens stored credentials (SECRETS_KEYS, or DATA_DIR/secrets-key; secrets/keyring.ts). */
+  secrets: Keyring;
   /** Operator bearer token (ADMIN_TOKEN, or generated and kept in DATA_DIR). */
   adminToken: string;
   /** Counters and histograms of GET /metrics (metrics/metrics.ts); a no-op when METRICS=off. */

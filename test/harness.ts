@@ -12,6 +12,11 @@ import { ManualClock } from '../src/lib/clock.js';
 import { type Runtime, type RuntimeOptions, startRuntime } from '../src/runtime.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
+/**
+ * The tests' secrets keyring (docs/privacy.md "Secrets sealed at rest"): every app gets it, so a
+ * second app on the same database (`sameDataAs`, its own DATA_DIR) opens what the first sealed.
+ */
+export const TEST_SECRETS_KEYS = `test:${Buffer.alloc(32, 7).toString('base64')}`;
 
 export interface Res<T = any> {
   status: number;
@@ -205,6 +210,7 @@ export async function startTestApp(opts: StartOptions = {}): Promise<TestApp> {
     DATABASE_URL: databaseUrl,
     ...(dataDir ? { DATA_DIR: dataDir } : {}),
     ADMIN_TOKEN,
+    SECRETS_KEYS: opts.sameDataAs?.env.SECRETS_KEYS ?? TEST_SECRETS_KEYS,
     PORT: '0',
     HOST: '127.0.0.1',
     SANDBOX_AUTO_STATUS: 'off',

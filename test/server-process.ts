@@ -1,7 +1,7 @@
 // A real server process (src/cli/main.ts serve) for the tests that kill one with SIGKILL.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { ADMIN_TOKEN } from './harness.js';
+import { ADMIN_TOKEN, TEST_SECRETS_KEYS } from './harness.js';
 
 /**
  * The environment of a test server process: the tests' operator token, a free port on loopback,
@@ -9,6 +9,7 @@ import { ADMIN_TOKEN } from './harness.js';
  */
 export const serverEnv = (own: Record<string, string>): Record<string, string> => ({
   ADMIN_TOKEN,
+  SECRETS_KEYS: TEST_SECRETS_KEYS,
   PORT: '0',
   HOST: '127.0.0.1',
   SEED_DEMO: 'off',

@@ -17,6 +17,7 @@ import { inboxAdminRoutes } from '../conversations/inbox.js';
 import type { RoutesFn } from '../http/schemas.js';
 import { aiAppAdminRoutes } from '../mcp/admin-routes.js';
 import { memberAdminRoutes } from '../members/admin-routes.js';
+import { secretAdminRoutes } from '../secrets/routes.js';
 import { templateAdminRoutes } from '../templates/admin-routes.js';
 import { webhookAdminRoutes } from '../webhooks/admin-routes.js';
 import { deadLetterAdminRoutes } from './dead-letters.js';
@@ -43,6 +44,7 @@ export const adminRoutes: RoutesFn = (app, s) => {
     jobAdminRoutes,
     deadLetterAdminRoutes,
     auditAdminRoutes,
+    secretAdminRoutes,
     sandboxAdminRoutes,
     cloudAdminRoutes,
   ])

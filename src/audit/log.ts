@@ -27,21 +27,22 @@ export interface AuditQuery {
 }
 
 /**
- * One page of an account's lines, newest first (at desc, id desc: the index's order). `after`
- * continues below the line it names; a cursor of another account or unknown gives an empty page.
+ * One page of an account's lines (or, with `accountId` null, of the installation's own: a key
+ * rotation), newest first (at desc, id desc: the index's order). `after` continues below the line
+ * it names; a cursor of another account or unknown gives an empty page.
  */
-export async function listAuditLines(db: Executor, accountId: string, q: AuditQuery) {
+export async function listAuditLines(db: Executor, accountId: string | null, q: AuditQuery) {
   let query = db
     .selectFrom('audit_log')
     .selectAll()
-    .where('account_id', '=', accountId)
+    .where('account_id', accountId === null ? 'is' : '=', accountId)
     .orderBy('at', 'desc')
     .orderBy('id', 'desc')
     .limit(q.limit + 1);
   if (q.action) query = query.where('action', '=', q.action);
   if (q.after)
     query = query.where(
-      sql<boolean>`(at, id) < (SELECT a.at, a.id FROM audit_log a WHERE a.id = ${q.after} AND a.account_id = ${accountId})`,
+      sql<boolean>`(at, id) < (SELECT a.at, a.id FROM audit_log a WHERE a.id = ${q.after} AND a.account_id IS NOT DISTINCT FROM ${accountId})`,
     );
   const rows = await query.execute();
   const hasMore = rows.length > q.limit;

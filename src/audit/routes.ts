@@ -1,4 +1,5 @@
-// Operator API: the audit trail of an account (operator.md "Audit trail"; docs/privacy.md).
+// Operator API: the audit trail of an account, and the installation's own (operator.md "Audit
+// trail"; docs/privacy.md).
 // Owners read it in the console (Configuración → Actividad; console/roles.ts).
 import { z } from 'zod';
 import { CursorQuery, errors, IdParams, type RoutesFn, Timestamp, Uuid } from '../http/schemas.js';
@@ -28,6 +29,12 @@ const AuditLine = z.object({
     .meta({ example: { role: { from: 'agent', to: 'admin' } } }),
 });
 
+const AuditPage = z.object({
+  data: z.array(AuditLine),
+  hasMore: z.boolean(),
+  nextCursor: Uuid.nullable().describe('The `after` of the next page; null on the last one'),
+});
+
 const AuditQuery = CursorQuery.extend({
   action: z.enum(AUDIT_ACTIONS).optional().describe('Only lines of this action'),
 });
@@ -43,15 +50,26 @@ export const auditAdminRoutes: RoutesFn = (app, s) => {
         params: IdParams,
         querystring: AuditQuery,
         response: {
-          200: z.object({
-            data: z.array(AuditLine),
-            hasMore: z.boolean(),
-            nextCursor: Uuid.nullable().describe('The `after` of the next page; null on the last one'),
-          }),
+          200: AuditPage,
           ...errors(400, 404),
         },
       },
     },
     async (req) => listAuditLines(s.db, req.account.id, req.query),
+  );
+  // What is done to the whole installation rather than to one account (a key rotation): the
+  // operator's only (a console session reaches account routes alone).
+  app.get(
+    '/audit',
+    {
+      schema: {
+        summary: "The installation's own audit trail (secrets.rotated), newest first",
+        description: "The lines of actions on no account. Same cursor pages and filter as an account's.",
+        tags: ['Operator'],
+        querystring: AuditQuery,
+        response: { 200: AuditPage, ...errors(400) },
+      },
+    },
+    async (req) => listAuditLines(s.db, null, req.query),
   );
 };

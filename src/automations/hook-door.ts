@@ -30,7 +30,7 @@ export const hookDoor = (s: Services): Door<HookTarget> => ({
   credential: 'hook_token',
   cached: () => undefined,
   async lookup(req) {
-    const automation = await automationByToken(s.db, tokenOf(req));
+    const automation = await automationByToken(s, tokenOf(req));
     return automation ? { automation, account: await getAccount(s.db, automation.account_id) } : null;
   },
   unknown: () => new ApiError('automation_hook_not_found'),

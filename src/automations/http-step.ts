@@ -3,6 +3,7 @@
 // `{status, body}` with the body parsed when it is JSON, else text, cut at 64 KB.
 import type { Agent } from 'undici';
 import { executionErrors, httpStepReasons } from '../http/messages.es-AR.js';
+import { openOrNull, sealedBy } from '../secrets/keyring.js';
 import type { Services } from '../services.js';
 import { isPrivateLiteral, PrivateAddressError } from '../webhooks/ssrf.js';
 import type { StepOf } from './flow.js';
@@ -130,7 +131,12 @@ export async function httpStep(s: Services, agent: Agent, step: HttpStep, ctx: R
   if (!s.config.allowPrivateWebhooks && isPrivateLiteral(url)) return failed(step, httpStepReasons.refused);
 
   const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(step.headers ?? {})) headers[k.toLowerCase()] = renderText(v, ctx);
+  // Header values are sealed at rest (secrets/steps.ts): opened here, for this request only.
+  for (const [k, v] of Object.entries(step.headers ?? {})) {
+    const opened = openOrNull(s.secrets, v, 'automations.steps.headers');
+    if (opened === null) return failed(step, httpStepReasons.headerKeyMissing(k, sealedBy(v) ?? ''));
+    headers[k.toLowerCase()] = renderText(opened, ctx);
+  }
   let body: string | undefined;
   if (step.body !== undefined && step.method !== 'GET') {
     body = JSON.stringify(renderJson(step.body, ctx));

@@ -8,6 +8,8 @@ import type { AutomationRow, ExecutionRow } from '../db/types.js';
 import { ApiError, ValidationError, type ValidationProblem } from '../http/errors.js';
 import { textFor } from '../http/messages.es-AR.js';
 import { isUuid, newId } from '../lib/ids.js';
+import { type Keyring, openOrNull } from '../secrets/keyring.js';
+import { sealStepHeaders, viewStepHeaders } from '../secrets/steps.js';
 import type { Services } from '../services.js';
 import { cancelRunning } from './cancel.js';
 import { type FlowOptions, type Step, type Trigger, validateFlow } from './flow.js';
@@ -25,11 +27,20 @@ export interface AutomationInput {
 
 export type AutomationPatch = Partial<AutomationInput>;
 
-const view = (s: Services, a: AutomationRow): AutomationView => automationView(a, s.publicUrl);
+const view = (s: Services, a: AutomationRow): AutomationView => automationView(a, s.publicUrl, s.secrets);
 
 /** 32 random bytes, base64url: 43 characters (the spec asks for 32 or more). */
 const newToken = (): string => randomBytes(32).toString('base64url');
 const hashToken = (t: string): string => createHash('sha256').update(t).digest('hex');
+
+/**
+ * A token's columns: sealed (the operator API shows its URL again) and its hash (the lookup key).
+ * Without a keyring (the demo seed) it is stored plain and sealed by the start pass that follows.
+ */
+const tokenColumns = (token: string | null, ring: Keyring | undefined) => ({
+  webhook_token: token && ring ? ring.seal(token, 'automations.webhook_token') : token,
+  webhook_token_hash: token ? hashToken(token) : null,
+});
 
 /** How flows are checked in this process: literal private URLs refused unless ALLOW_PRIVATE_WEBHOOKS. */
 const flowOptions = (s: Services): FlowOptions => ({ refusePrivateUrls: !s.config.allowPrivateWebhooks });
@@ -92,7 +103,7 @@ async function checkFlow(
 }
 
 export const createAutomation = async (s: Services, accountId: string, input: AutomationInput): Promise<AutomationView> =>
-  view(s, await insertAutomation(s.db, accountId, input, s.clock.now(), flowOptions(s)));
+  view(s, await insertAutomation(s.db, accountId, input, s.clock.now(), flowOptions(s), s.secrets));
 
 /**
  * Validates and stores a new automation (the operator API, and the demo seed inside its own
@@ -104,6 +115,7 @@ export async function insertAutomation(
   input: AutomationInput,
   now: Date,
   options: FlowOptions,
+  ring?: Keyring,
 ): Promise<AutomationRow> {
   const flow = await checkFlow(db, accountId, input, options);
   const token = flow.trigger.type === 'webhook' ? newToken() : null;
@@ -115,10 +127,9 @@ export async function insertAutomation(
       name: input.name,
       status: input.status ?? 'draft',
       trigger: JSON.stringify(flow.trigger),
-      steps: JSON.stringify(flow.steps),
+      steps: JSON.stringify(ring ? sealStepHeaders(flow.steps, ring) : flow.steps),
       phone_number_id: input.phoneNumberId ?? null,
-      webhook_token: token,
-      webhook_token_hash: token ? hashToken(token) : null,
+      ...tokenColumns(token, ring),
       starts_per_minute: input.startsPerMinute ?? null,
       created_at: now,
       updated_at: now,
@@ -200,7 +211,9 @@ export async function listAutomations(s: Services, accountId: string): Promise<(
  * being `webhook` loses it.
  */
 export async function updateAutomation(s: Services, accountId: string, id: string, patch: AutomationPatch): Promise<AutomationView> {
-  const current = await getAutomationRow(s.db, accountId, id);
+  const stored = await getAutomationRow(s.db, accountId, id);
+  // Checked as written (header values opened), stored sealed again.
+  const current = { ...stored, steps: viewStepHeaders(stored.steps, s.secrets) };
   const changesFlow = patch.trigger !== undefined || patch.steps !== undefined;
   const flow = changesFlow
     ? await checkFlow(
@@ -221,17 +234,19 @@ export async function updateAutomation(s: Services, accountId: string, id: strin
   return transaction(s.db, async (trx) => {
     const trigger = (flow?.trigger ?? current.trigger) as Trigger;
     const keepsToken = trigger.type === 'webhook';
-    const token = keepsToken ? (current.webhook_token ?? newToken()) : null;
+    const token =
+      keepsToken && current.webhook_token
+        ? { webhook_token: current.webhook_token, webhook_token_hash: current.webhook_token_hash }
+        : tokenColumns(keepsToken ? newToken() : null, s.secrets);
     const row = await trx
       .updateTable('automations')
       .set({
         ...(patch.name !== undefined ? { name: patch.name } : {}),
         ...(patch.status !== undefined ? { status: patch.status } : {}),
-        ...(flow ? { trigger: JSON.stringify(flow.trigger), steps: JSON.stringify(flow.steps) } : {}),
+        ...(flow ? { trigger: JSON.stringify(flow.trigger), steps: JSON.stringify(sealStepHeaders(flow.steps, s.secrets)) } : {}),
         ...(patch.phoneNumberId !== undefined ? { phone_number_id: patch.phoneNumberId } : {}),
         ...(patch.startsPerMinute !== undefined ? { starts_per_minute: patch.startsPerMinute } : {}),
-        webhook_token: token,
-        webhook_token_hash: token ? hashToken(token) : null,
+        ...token,
         updated_at: now,
       })
       .where('id', '=', current.id)
@@ -268,7 +283,7 @@ export async function rotateWebhook(s: Services, accountId: string, id: string):
   const token = newToken();
   const row = await s.db
     .updateTable('automations')
-    .set({ webhook_token: token, webhook_token_hash: hashToken(token), updated_at: s.clock.now() })
+    .set({ ...tokenColumns(token, s.secrets), updated_at: s.clock.now() })
     .where('id', '=', current.id)
     .returningAll()
     .executeTakeFirstOrThrow();
@@ -279,16 +294,17 @@ export async function rotateWebhook(s: Services, accountId: string, id: string):
  * The automation an incoming-webhook token opens, or null. Looked up by the token's hash, then
  * compared in constant time, so neither the lookup nor the comparison tells how much matched.
  */
-export async function automationByToken(db: Db, token: string): Promise<AutomationRow | null> {
+export async function automationByToken(s: Services, token: string): Promise<AutomationRow | null> {
   if (token.length < 32 || token.length > 200) return null;
-  const row = await db
+  const row = await s.db
     .selectFrom('automations')
     .selectAll()
     .where('webhook_token_hash', '=', hashToken(token))
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
-  if (!row?.webhook_token) return null;
-  const a = Buffer.from(row.webhook_token);
+  const mine = openOrNull(s.secrets, row?.webhook_token, 'automations.webhook_token');
+  if (!row || mine === null) return null;
+  const a = Buffer.from(mine);
   const b = Buffer.from(token);
   return a.length === b.length && timingSafeEqual(a, b) ? row : null;
 }

@@ -2,6 +2,8 @@
 import { z } from 'zod';
 import type { AutomationRow, ExecutionRow, StepLogRow } from '../db/types.js';
 import { iso, Timestamp, Uuid } from '../http/schemas.js';
+import { type Keyring, openOrNull } from '../secrets/keyring.js';
+import { viewStepHeaders } from '../secrets/steps.js';
 import { startsPerMinute } from './loops.js';
 
 export const AUTOMATION_STATUSES = ['draft', 'active', 'paused'] as const;
@@ -65,25 +67,35 @@ export const ExecutionWithSteps = ExecutionView.extend({ steps: z.array(StepLogV
 export const webhookUrlOf = (base: string, token: string | null): string | null =>
   token ? `${base.replace(/\/+$/, '')}/hooks/automations/${token}` : null;
 
-export function automationView(a: AutomationRow, baseUrl: string): AutomationView {
+/**
+ * The operator's view: the flow as its author wrote it (header values opened: it is the flow's
+ * editor, and a masked value would be saved back over the real one; docs/automations.md) and the
+ * incoming webhook's URL. /api/v1 shows neither.
+ */
+export function automationView(a: AutomationRow, baseUrl: string, ring: Keyring): AutomationView {
   return {
     id: a.id,
     name: a.name,
     status: a.status,
     trigger: a.trigger,
-    steps: a.steps,
+    steps: viewStepHeaders(a.steps, ring),
     phoneNumberId: a.phone_number_id,
-    webhookUrl: webhookUrlOf(baseUrl, a.webhook_token),
+    webhookUrl: webhookUrlOf(baseUrl, openOrNull(ring, a.webhook_token, 'automations.webhook_token')),
     startsPerMinute: startsPerMinute(a),
     createdAt: a.created_at.toISOString(),
     updatedAt: a.updated_at.toISOString(),
   };
 }
 
-export const publicAutomationView = (a: AutomationRow) => {
-  const { steps: _s, webhookUrl: _w, startsPerMinute: _r, ...rest } = automationView(a, '');
-  return rest;
-};
+export const publicAutomationView = (a: AutomationRow) => ({
+  id: a.id,
+  name: a.name,
+  status: a.status,
+  trigger: a.trigger,
+  phoneNumberId: a.phone_number_id,
+  createdAt: a.created_at.toISOString(),
+  updatedAt: a.updated_at.toISOString(),
+});
 
 export function executionView(e: ExecutionRow): ExecutionView {
   return {

@@ -5,7 +5,6 @@
 // No bearer token.
 // Each channel (cloud/routes.ts, instagram/routes.ts) says only what is its own.
 import { z } from 'zod';
-import type { Db } from '../db/index.js';
 import { ApiError } from '../http/errors.js';
 import type { ErrorCode } from '../http/messages.es-AR.js';
 import type { ZodApp } from '../http/schemas.js';
@@ -19,7 +18,7 @@ export interface MetaReceiver {
   /** Who holds the verify token (the handshake's query description). */
   tokenOwner: string;
   errors: { verify: ErrorCode; signature: ErrorCode };
-  isVerifyToken(db: Db, token: string): Promise<boolean>;
+  isVerifyToken(s: Services, token: string): Promise<boolean>;
   /** Whether the signature matches any of our app secrets (a body that is not JSON). */
   signedByAny(s: Services, raw: Buffer, signature: string): Promise<boolean>;
   /** Verifies the signature and queues (WhatsApp) or processes (Instagram) the batch. */
@@ -44,7 +43,7 @@ export function metaReceiverRoutes(app: ZodApp, s: Services, r: MetaReceiver): v
       const q = req.query;
       const token = q['hub.verify_token'];
       if (q['hub.mode'] !== 'subscribe' || !token || q['hub.challenge'] === undefined) throw new ApiError(r.errors.verify);
-      if (!(await r.isVerifyToken(s.db, token))) throw new ApiError(r.errors.verify);
+      if (!(await r.isVerifyToken(s, token))) throw new ApiError(r.errors.verify);
       return reply.type('text/plain; charset=utf-8').send(q['hub.challenge']);
     },
   );

@@ -1,6 +1,7 @@
 // Channel numbers of an account (operator.md, "Channel numbers"). The first number
 // of an account is its default; making another the default unsets the previous one. Cloud API ids
-// and secrets live in the cloud_* columns and never leave this module's view (nor the logs).
+// and secrets live in the cloud_* columns, the secrets sealed (docs/privacy.md "Secrets sealed at
+// rest"), and never leave this module's view (nor the logs).
 import { sql } from 'kysely';
 import { type AuditWho, audit, fromTo } from '../audit/trail.js';
 import type { Executor } from '../db/index.js';
@@ -9,6 +10,7 @@ import { ApiError, invalid } from '../http/errors.js';
 import { textFor } from '../http/messages.es-AR.js';
 import { newId } from '../lib/ids.js';
 import { canonicalPhone } from '../lib/phone.js';
+import { type Keyring, openOrNull, sameSecret } from '../secrets/keyring.js';
 import type { Services } from '../services.js';
 
 export interface PhoneNumberView {
@@ -68,7 +70,23 @@ export const readOperatorNumbers = async (db: Executor, accountId: string): Prom
 // One change at a time per account, so two first numbers cannot both become the default.
 const lockAccount = (trx: Executor, accountId: string) => sql`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`.execute(trx);
 
-/** Inserts a number row as given (the caller holds the rules: see createPhoneNumber). */
+/** The credentials as stored: token, app secret and verify token sealed. */
+export const sealCloud = (ring: Keyring, c: CloudCredentials): CloudCredentials => ({
+  ...c,
+  accessToken: ring.seal(c.accessToken, 'phone_numbers.cloud_access_token'),
+  appSecret: ring.seal(c.appSecret, 'phone_numbers.cloud_app_secret'),
+  verifyToken: ring.seal(c.verifyToken, 'phone_numbers.cloud_verify_token'),
+});
+
+/** The number's access token, opened for a Graph call; throws SecretKeyMissing when its key is not in the ring. */
+export const cloudAccessToken = (ring: Keyring, p: Pick<PhoneNumberRow, 'cloud_access_token'>): string | null =>
+  ring.openNullable(p.cloud_access_token, 'phone_numbers.cloud_access_token');
+
+/** The number's app secret, opened to check a signature; null when unset or its key is not in the ring. */
+export const cloudAppSecret = (ring: Keyring, p: Pick<PhoneNumberRow, 'cloud_app_secret'>): string | null =>
+  openOrNull(ring, p.cloud_app_secret, 'phone_numbers.cloud_app_secret');
+
+/** Inserts a number row as given, credentials already sealed (the caller holds the rules: see createPhoneNumber). */
 export const insertPhoneNumber = (
   trx: Executor,
   accountId: string,
@@ -127,7 +145,7 @@ export async function createPhoneNumber(s: Services, accountId: string, input: N
     const row = await insertPhoneNumber(
       trx,
       accountId,
-      { phone: phone.phone, name: input.name ?? null, provider, isDefault: !current, cloud },
+      { phone: phone.phone, name: input.name ?? null, provider, isDefault: !current, cloud: cloud && sealCloud(s.secrets, cloud) },
       now,
     );
     const changes = { phone: row.phone, provider, default: row.is_default };
@@ -210,15 +228,18 @@ export async function updatePhoneNumber(
   return operatorNumberView(row);
 }
 
-/** Whether some Cloud API number has this webhook verify token (the GET handshake). */
-export async function isCloudVerifyToken(db: Executor, token: string): Promise<boolean> {
-  const match = await db
+/** Whether some Cloud API number has this webhook verify token (the GET handshake; sealed, so each is opened). */
+export async function isCloudVerifyToken(s: Services, token: string): Promise<boolean> {
+  const rows = await s.db
     .selectFrom('phone_numbers')
-    .select('id')
+    .select('cloud_verify_token')
     .where('provider', '=', 'cloud')
-    .where('cloud_verify_token', '=', token)
-    .executeTakeFirst();
-  return match !== undefined;
+    .where('cloud_verify_token', 'is not', null)
+    .execute();
+  return rows.some((r) => {
+    const mine = openOrNull(s.secrets, r.cloud_verify_token, 'phone_numbers.cloud_verify_token');
+    return mine !== null && sameSecret(mine, token);
+  });
 }
 
 /** A deleted agent answers no number: the numbers that named it (agents/service.ts, in its transaction) name none. */

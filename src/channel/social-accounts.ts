@@ -1,7 +1,7 @@
 // Social accounts of an account (docs/operator.md "Social accounts"; spec social.md): a social
 // account is to the social channel (Instagram Direct) what a phone number is to WhatsApp. The
-// Instagram ids and secrets live in their columns and never leave this module's view (nor the
-// logs). DELETE keeps the row (deleted_at) with its secrets cleared: its conversations keep their
+// Instagram ids and secrets live in their columns, the secrets sealed (docs/privacy.md "Secrets
+// sealed at rest"), and never leave this module's view (nor the logs). DELETE keeps the row (deleted_at) with its secrets cleared: its conversations keep their
 // key and history.
 import { sql } from 'kysely';
 import { type AuditWho, audit, fromTo } from '../audit/trail.js';
@@ -10,6 +10,7 @@ import type { SocialAccountRow } from '../db/types.js';
 import { ApiError, invalid } from '../http/errors.js';
 import { textFor } from '../http/messages.es-AR.js';
 import { newId } from '../lib/ids.js';
+import { type Keyring, openOrNull, sameSecret } from '../secrets/keyring.js';
 import type { Services } from '../services.js';
 
 export interface SocialAccountView {
@@ -104,7 +105,29 @@ async function assertAgent(trx: Executor, accountId: string, agentId: string): P
   if (!agent) throw invalid(['agentId'], textFor('agent_ref_not_found'));
 }
 
-/** Inserts a social account row; undefined when a live one already has the igUserId (the seed and createSocialAccount). */
+/** The secrets as stored: sealed (an absent one stays absent). */
+const sealInstagram = <T extends { accessToken?: string | undefined; appSecret?: string | undefined; verifyToken?: string | undefined }>(
+  ring: Keyring,
+  ig: T,
+): T => ({
+  ...ig,
+  ...(ig.accessToken !== undefined ? { accessToken: ring.seal(ig.accessToken, 'social_accounts.access_token') } : {}),
+  ...(ig.appSecret !== undefined ? { appSecret: ring.seal(ig.appSecret, 'social_accounts.app_secret') } : {}),
+  ...(ig.verifyToken !== undefined ? { verifyToken: ring.seal(ig.verifyToken, 'social_accounts.verify_token') } : {}),
+});
+
+/** The account's access token, opened for an Instagram call; throws SecretKeyMissing when its key is not in the ring. */
+export const instagramAccessToken = (ring: Keyring, r: Pick<SocialAccountRow, 'access_token'>): string | null =>
+  ring.openNullable(r.access_token, 'social_accounts.access_token');
+
+/** The account's app secret, opened to check a signature; null when unset or its key is not in the ring. */
+export const instagramAppSecret = (ring: Keyring, r: Pick<SocialAccountRow, 'app_secret'>): string | null =>
+  openOrNull(ring, r.app_secret, 'social_accounts.app_secret');
+
+/**
+ * Inserts a social account row, its secrets already sealed; undefined when a live one already has
+ * the igUserId (the seed and createSocialAccount).
+ */
 export const insertSocialAccount = (db: Executor, accountId: string, input: NewSocialAccount, now: Date) => {
   const ig = input.provider === 'instagram' ? input.instagram : undefined;
   return (
@@ -140,8 +163,9 @@ export async function createSocialAccount(
 ): Promise<SocialAccountView> {
   if (input.provider === 'instagram' && !input.instagram) throw invalid(['instagram'], textFor('social_instagram_required'));
   const now = s.clock.now();
+  const sealed = { ...input, instagram: input.instagram && sealInstagram(s.secrets, input.instagram) };
   const row = await s.db.transaction().execute(async (trx) => {
-    const row = await insertSocialAccount(trx, accountId, input, now);
+    const row = await insertSocialAccount(trx, accountId, sealed, now);
     if (!row) throw invalid(['instagram', 'igUserId'], textFor('social_instagram_taken'));
     const changes = { name: row.name, provider: row.provider, igUserId: row.ig_user_id };
     await audit(trx, now, who, { accountId, action: 'social_account.connected', target: target(row.id), changes });
@@ -170,7 +194,7 @@ export async function updateSocialAccount(
   const row = await s.db.transaction().execute(async (trx) => {
     const cur = await getSocialAccountRow(trx, accountId, id);
     if (patch.agentId) await assertAgent(trx, accountId, patch.agentId);
-    const ig = patch.instagram;
+    const ig = patch.instagram && sealInstagram(s.secrets, patch.instagram);
     if (ig && cur.provider !== 'instagram') throw invalid(['instagram'], textFor('social_secrets_sandbox'));
     // Which secrets were replaced, by name only.
     const secrets = Object.keys(ig ?? {}).filter((k) => ig?.[k as keyof typeof ig] !== undefined);
@@ -224,7 +248,6 @@ export async function deleteSocialAccount(s: Services, accountId: string, id: st
   });
 }
 
-/** Whether some Instagram social account has this webhook verify token (the GET handshake). */
 /** A deleted agent answers no social account (agents/service.ts, in its transaction), as numbers. */
 export async function unassignAgentFromSocialAccounts(trx: Executor, accountId: string, agentId: string): Promise<void> {
   await trx
@@ -235,9 +258,13 @@ export async function unassignAgentFromSocialAccounts(trx: Executor, accountId: 
     .execute();
 }
 
-export async function isInstagramVerifyToken(db: Executor, token: string): Promise<boolean> {
-  const match = await live(db).where('provider', '=', 'instagram').where('verify_token', '=', token).executeTakeFirst();
-  return match !== undefined;
+/** Whether some Instagram social account has this webhook verify token (the GET handshake; sealed, so each is opened). */
+export async function isInstagramVerifyToken(s: Services, token: string): Promise<boolean> {
+  const rows = await live(s.db).where('provider', '=', 'instagram').where('verify_token', 'is not', null).execute();
+  return rows.some((r) => {
+    const mine = openOrNull(s.secrets, r.verify_token, 'social_accounts.verify_token');
+    return mine !== null && sameSecret(mine, token);
+  });
 }
 
 /** Live Instagram social accounts by their igUserIds (the receiver). */
@@ -247,7 +274,7 @@ export async function instagramAccountsByIgId(db: Executor, igUserIds: string[])
 }
 
 /** The app secrets of every live Instagram social account (a signed body that names none of ours). */
-export async function instagramAppSecrets(db: Executor): Promise<string[]> {
-  const rows = await live(db).where('provider', '=', 'instagram').where('app_secret', 'is not', null).execute();
-  return [...new Set(rows.map((r) => r.app_secret!))];
+export async function instagramAppSecrets(s: Services): Promise<string[]> {
+  const rows = await live(s.db).where('provider', '=', 'instagram').where('app_secret', 'is not', null).execute();
+  return [...new Set(rows.flatMap((r) => instagramAppSecret(s.secrets, r) ?? []))];
 }

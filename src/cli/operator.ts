@@ -7,7 +7,7 @@ import { automationsCommands } from './commands/automations.js';
 import { casesCommands, pipelinesCommands } from './commands/cases.js';
 import { membersCommands } from './commands/members.js';
 import { campaignsCommands, conversationsCommands, templatesCommands, webhooksCommands } from './commands/messaging.js';
-import { auditCommands, deadLetterCommands, jobsCommands, sandboxCommands } from './commands/operations.js';
+import { auditCommands, deadLetterCommands, jobsCommands, sandboxCommands, secretsCommands } from './commands/operations.js';
 
 export function operatorCommands(program: Command): void {
   program
@@ -42,5 +42,6 @@ A server started with another PORT or DATA_DIR needs the same for its operator c
   jobsCommands(program);
   deadLetterCommands(program);
   auditCommands(program);
+  secretsCommands(program);
   sandboxCommands(program);
 }

@@ -617,6 +617,8 @@ const providerReasons = {
   graph_template_refused: (p) => `Meta la rechazó: ${p.text}`,
   graph_status: (p) => `Meta respondió con estado ${p.status}`,
   graph_text_code: (p) => `${p.text} (código ${p.code})`,
+  secret_key_missing: (p) =>
+    `no pudimos abrir la credencial guardada del número: está cifrada con la clave "${p.keyId}", que no está en SECRETS_KEYS. Agregá esa clave a SECRETS_KEYS y reiniciá, o volvé a cargar la credencial`,
   // Ours, not the provider's: the send never reached it (ThroughputBusy, channel/paced.ts).
   number_throughput: (p) =>
     `no salió: ${p.channel === 'instagram' ? 'la cuenta de Instagram' : 'el número'} ya enviaba al máximo de su nivel (${p.limit} mensajes por segundo)`,
@@ -682,6 +684,8 @@ const instagramReasons = {
   rate_limit: 'la cuenta llegó a su límite de llamadas a Instagram',
   unknown: 'Instagram tuvo un error desconocido',
   unavailable: 'el servicio de Instagram no está disponible',
+  secret_key_missing: (p) =>
+    `no pudimos abrir el token guardado de la cuenta social: está cifrado con la clave "${p.keyId}", que no está en SECRETS_KEYS. Agregá esa clave a SECRETS_KEYS y reiniciá, o volvé a cargar el token`,
   template:
     'Instagram no tiene plantillas: en el canal social solo se envía texto, dentro de las 24 horas desde el último mensaje del contacto',
 } as const satisfies Record<string, Text>;
@@ -742,9 +746,22 @@ export const httpStepReasons = {
   url: 'la URL no es válida',
   origin: 'una variable insertada tal cual ({{{…}}}) cambió el esquema o el servidor de la URL',
   headerLineBreak: (name: string) => `el valor del encabezado ${name} tiene un salto de línea y no se mandó`,
+  headerKeyMissing: (name: string, keyId: string) =>
+    `el valor del encabezado ${name} está cifrado con la clave "${keyId}", que no está en SECRETS_KEYS: agregá esa clave a SECRETS_KEYS y reiniciá, o volvé a escribir el encabezado`,
   network: 'no se pudo conectar',
   loop: (hop: number | string, max: number) =>
     `la automatización se llamó a sí misma en bucle: se rechazó el salto ${hop} (se permiten ${max} saltos); revisá que este paso no vuelva a iniciar la automatización`,
+};
+
+/** The keyring of sealed secrets (docs/privacy.md "Secrets sealed at rest"). */
+export const secretTexts = {
+  malformed: (n: number) =>
+    `SECRETS_KEYS no es válida: la clave número ${n} tiene que ser id:clave, con la clave de 32 bytes en base64 (generala con: openssl rand -base64 32). Separá varias claves con comas.`,
+  duplicate: (id: string) => `SECRETS_KEYS repite el id de clave "${id}": cada clave necesita su propio id.`,
+  requiredInProduction:
+    'Falta SECRETS_KEYS: con NODE_ENV=production el servidor no arranca sin la clave que cifra las credenciales guardadas. Generá una con `openssl rand -base64 32` y configurala como SECRETS_KEYS=k1:<la clave> (guardala aparte de las copias de la base: sin ella no se pueden abrir).',
+  keyMissing: (keyId: string) =>
+    `La credencial guardada está cifrada con la clave "${keyId}", que no está en SECRETS_KEYS. Agregá esa clave a SECRETS_KEYS y reiniciá, o volvé a cargar la credencial.`,
 };
 
 /** Graph error codes of template refusals (the subject, "la plantilla", is the caller's text). */

@@ -2,10 +2,12 @@
 // (migration 0030), shared by every process and kept across restarts, on PGlite and PostgreSQL.
 // Rows are keyed by the SHA-256 of the model's id, and for tokens and codes the id itself (their
 // `jti` IS the token or code) is never stored: a dump holds no token or code anyone can present.
+// A client's `client_secret` (none today: clients are public, with PKCE) is stored sealed.
 // Expiry is the provider's own check (every model carries `exp`); expired rows are deleted by
 // `purgeExpired`.
 import type { Db } from '../db/index.js';
 import { hashToken } from '../keys/token-cache.js';
+import type { Keyring } from '../secrets/keyring.js';
 
 /** The row key: the id's SHA-256 (hex), the same hash the /mcp door's token cache looks tokens up by. */
 const idHash = (id: string): string => hashToken(id);
@@ -23,13 +25,13 @@ const SECRET_IDS = new Set([
 type Payload = Record<string, unknown>;
 
 /** The adapter class oidc-provider instantiates once per model name. */
-export function adapterClass(db: Db) {
+export function adapterClass(db: Db, ring: Keyring) {
   return class OauthAdapter {
     constructor(readonly name: string) {}
 
     async upsert(id: string, payload: Payload, expiresIn?: number): Promise<void> {
       const { jti: _jti, ...bare } = payload;
-      const stored = SECRET_IDS.has(this.name) ? bare : payload;
+      const stored = SECRET_IDS.has(this.name) ? bare : sealClientSecret(ring, payload);
       const row = {
         payload: JSON.stringify(stored),
         grant_id: typeof payload.grantId === 'string' ? payload.grantId : null,
@@ -51,7 +53,7 @@ export function adapterClass(db: Db) {
         .where('id_hash', '=', idHash(id))
         .executeTakeFirst();
       if (!row) return undefined;
-      return withState(row.payload, id, row.consumed_at);
+      return withState(openClientSecret(ring, row.payload), id, row.consumed_at);
     }
 
     async findByUid(uid: string): Promise<Payload | undefined> {
@@ -62,7 +64,7 @@ export function adapterClass(db: Db) {
         .where('uid', '=', uid)
         .executeTakeFirst();
       // A session found by uid: its id (the cookie's value) is not stored, so it cannot be given back.
-      return row ? withState(row.payload, undefined, row.consumed_at) : undefined;
+      return row ? withState(openClientSecret(ring, row.payload), undefined, row.consumed_at) : undefined;
     }
 
     async findByUserCode(): Promise<undefined> {
@@ -87,6 +89,14 @@ export function adapterClass(db: Db) {
       await db.deleteFrom('oauth_models').where('grant_id', '=', grantId).execute();
     }
   };
+}
+
+function sealClientSecret(ring: Keyring, p: Payload): Payload {
+  return typeof p.client_secret === 'string' ? { ...p, client_secret: ring.seal(p.client_secret, 'oauth_models.client_secret') } : p;
+}
+
+function openClientSecret(ring: Keyring, p: Payload): Payload {
+  return typeof p.client_secret === 'string' ? { ...p, client_secret: ring.open(p.client_secret, 'oauth_models.client_secret') } : p;
 }
 
 function withState(payload: Payload, id: string | undefined, consumedAt: Date | null): Payload {

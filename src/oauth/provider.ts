@@ -28,14 +28,14 @@ const ACCESS_TOKEN_TTL_S = 3600;
 export const mcpResource = (s: Pick<Services, 'publicUrl'>): string => `${s.publicUrl}/mcp`;
 
 export async function createOauthProvider(s: Services): Promise<Provider> {
-  const keys = await oauthKeys(s.db);
+  const keys = await oauthKeys(s.db, s.secrets);
   const resource = mcpResource(s);
   const secure = s.publicUrl.startsWith('https:');
   // Client ID Metadata Documents are fetched like webhooks are sent: private and loopback
   // addresses refused (unless ALLOW_PRIVATE_WEBHOOKS, never in production), bounded time.
   const cimdAgent = createAgent({ allowPrivate: s.config.allowPrivateWebhooks, connectionsPerOrigin: 2, timeoutMs: 2_500 });
   const configuration: Configuration = {
-    adapter: adapterClass(s.db),
+    adapter: adapterClass(s.db, s.secrets),
     clients: [],
     jwks: keys.jwks as Configuration['jwks'],
     cookies: {

@@ -6,10 +6,11 @@ import type { Agent } from 'undici';
 import { type Db, type OpenDb, openDatabase } from '../db/index.js';
 import { describeFailure, LAPSED, logDeath, maxTries, retryAt } from '../jobs/dead-letters.js';
 import { quotaPeriod } from '../limits/period.js';
+import { SecretKeyMissing } from '../secrets/keyring.js';
 import type { Dispatcher, Services } from '../services.js';
 import { type AttemptResult, type Claimed, claimDue, failDelivery, recordAttempts, releaseLeases } from './delivery-repo.js';
 import { countsAtFirstAttempt } from './outbox.js';
-import { createAgent, type SendOutcome, sendAttempt } from './send.js';
+import { createAgent, openSecrets, type SendOutcome, sendAttempt } from './send.js';
 
 export const POLL_MS = 500;
 /** Attempts in flight in this process, and per URL (one slow receiver cannot starve the rest). */
@@ -275,7 +276,11 @@ export class WebhookDispatcher implements Dispatcher {
     const at = this.s.clock.now();
     let out: SendOutcome;
     try {
-      out = await sendAttempt(this.agent, c, at, this.timeoutMs, this.s.config.allowPrivateWebhooks, this.shutdown.signal);
+      const opened = openSecrets(this.s.secrets, c);
+      out =
+        opened instanceof SecretKeyMissing
+          ? { statusCode: null, durationMs: 0, excerpt: null, error: opened.message, retryAfterS: null, aborted: false }
+          : await sendAttempt(this.agent, opened, at, this.timeoutMs, this.s.config.allowPrivateWebhooks, this.shutdown.signal);
     } catch (err) {
       // Not the receiver's answer: our own failure (the attempt could not be made).
       this.s.log.error({ err, webhookId: c.webhook_id, deliveryId: c.id }, 'webhook attempt failed unexpectedly');

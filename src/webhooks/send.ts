@@ -2,6 +2,7 @@
 // Webhooks, bounded time, redirects not followed, any 2xx is success.
 import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'undici';
+import { type Keyring, SecretKeyMissing } from '../secrets/keyring.js';
 import type { Claimed } from './delivery-repo.js';
 import { secretKey, signatureHeader } from './signing.js';
 import { isPrivateLiteral, publicOnlyLookup } from './ssrf.js';
@@ -38,6 +39,23 @@ export function envelopeBody(c: Pick<Claimed, 'event_id' | 'kind' | 'event_creat
     new Date(c.event_created_at).toISOString(),
   )},"data":${c.data}`;
   return c.test ? `${head},"test":true}` : `${head}}`;
+}
+
+/**
+ * The claim with its signing secrets opened (sealed at rest), or the error naming a key not in the
+ * ring: that attempt fails with it (its text is the attempt's error) and the schedule goes on.
+ */
+export function openSecrets(ring: Keyring, c: Claimed): Claimed | SecretKeyMissing {
+  try {
+    return {
+      ...c,
+      secret: ring.open(c.secret, 'webhooks.secret'),
+      previous_secret: ring.openNullable(c.previous_secret, 'webhooks.previous_secret'),
+    };
+  } catch (err) {
+    if (err instanceof SecretKeyMissing) return err;
+    throw err;
+  }
 }
 
 /** Signing keys of this attempt: the current secret, and the previous one during its 24 h. */

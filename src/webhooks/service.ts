@@ -8,6 +8,7 @@ import { iso } from '../http/schemas.js';
 import { forgetDeath } from '../jobs/dead-letters.js';
 import { newId } from '../lib/ids.js';
 import { effectiveLimits, suggestPlan } from '../limits/plans.js';
+import { openOrNull } from '../secrets/keyring.js';
 import type { Services } from '../services.js';
 import { emitEvent } from './outbox.js';
 import { newSecret } from './signing.js';
@@ -72,6 +73,7 @@ export async function createWebhook(
         },
       });
     }
+    const secret = newSecret();
     const row = await trx
       .insertInto('webhooks')
       .values({
@@ -79,15 +81,15 @@ export async function createWebhook(
         account_id: account.id,
         url,
         events: input.events?.length ? [...new Set(input.events)] : null,
-        secret: newSecret(),
+        secret: s.secrets.seal(secret, 'webhooks.secret'),
         created_at: now,
         updated_at: now,
       })
       .returningAll()
       .executeTakeFirstOrThrow();
     await audit(trx, now, who, { accountId: account.id, action: 'webhook.created', target: target(row.id), changes: auditable(row) });
-    // The secret is shown here and stays readable by the operator (it signs every delivery).
-    return { ...webhookView(row), secret: row.secret };
+    // The secret is shown here once; it is stored sealed (docs/privacy.md "Secrets sealed at rest").
+    return { ...webhookView(row), secret };
   });
 }
 
@@ -172,15 +174,23 @@ export async function deleteWebhook(s: Services, accountId: string, id: string, 
 export async function rotateSecret(s: Services, accountId: string, id: string, who: AuditWho): Promise<{ secret: string }> {
   const now = s.clock.now();
   const secret = newSecret();
-  const previousUntil = new Date(now.getTime() + ROTATION_OVERLAP_MS);
   await s.db.transaction().execute(async (trx) => {
     const w = await getWebhook(trx, accountId, id);
+    // Sealed anew for its own column (the place is bound into the value); one sealed by a key not in
+    // the ring cannot sign any more, so it is not kept.
+    const previous = openOrNull(s.secrets, w.secret, 'webhooks.secret');
+    const previousUntil = previous === null ? null : new Date(now.getTime() + ROTATION_OVERLAP_MS);
     await trx
       .updateTable('webhooks')
-      .set({ secret, previous_secret: w.secret, previous_secret_expires_at: previousUntil, updated_at: now })
+      .set({
+        secret: s.secrets.seal(secret, 'webhooks.secret'),
+        previous_secret: s.secrets.sealNullable(previous, 'webhooks.previous_secret'),
+        previous_secret_expires_at: previousUntil,
+        updated_at: now,
+      })
       .where('id', '=', w.id)
       .execute();
-    const changes = { previousSecretUntil: previousUntil.toISOString() };
+    const changes = { previousSecretUntil: previousUntil?.toISOString() ?? null };
     await audit(trx, now, who, { accountId, action: 'webhook.secret_rotated', target: target(w.id), changes });
   });
   return { secret };

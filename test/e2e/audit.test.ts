@@ -51,6 +51,7 @@ const ROUTES: Record<string, string[] | { none: string }> = {
   'POST /admin/v1/dead-letters/:id/retry': ['dead_letter.retried'],
   'DELETE /admin/v1/dead-letters/:id': ['dead_letter.discarded'],
   'DELETE /admin/v1/accounts/:id/contacts/:contactId': ['contact.erased'],
+  'POST /admin/v1/secrets/rotate': ['secrets.rotated'],
   'PATCH /admin/v1/accounts/:id/contacts/:contactId': {
     none: "editing a contact's attributes is the business's own data, not a security action",
   },
@@ -62,7 +63,7 @@ const READS: Record<string, string[]> = {
 };
 
 const AUDITED_FAMILIES =
-  /^\/admin\/v1\/accounts(\/:id(\/(keys|ai-apps|webhooks|phone-numbers|social-accounts|members)(\/.*)?|\/contacts\/:contactId)?)?$|^\/admin\/v1\/dead-letters\/|^\/console\/api\/(login|logout|invites)|^\/console\/conectar\//;
+  /^\/admin\/v1\/accounts(\/:id(\/(keys|ai-apps|webhooks|phone-numbers|social-accounts|members)(\/.*)?|\/contacts\/:contactId)?)?$|^\/admin\/v1\/dead-letters\/|^\/admin\/v1\/secrets\/|^\/console\/api\/(login|logout|invites)|^\/console\/conectar\//;
 
 /** The app's routes, from the router's tree (printRoutes draws it 4 characters a level). */
 function servedRoutes(): string[] {
@@ -91,12 +92,13 @@ interface Line {
   changes: Record<string, any>;
 }
 
-/** Every line of the account, newest first, following the cursor pages of `limit`. */
-async function allLines(accountId: string, limit = 200, query = ''): Promise<Line[]> {
+/** Every line of the account (null: the installation's own), newest first, following the cursor pages of `limit`. */
+async function allLines(accountId: string | null, limit = 200, query = ''): Promise<Line[]> {
   const out: Line[] = [];
   let after = '';
   for (;;) {
-    const r = await app.admin('GET', `/accounts/${accountId}/audit?limit=${limit}${after}${query}`);
+    const path = accountId === null ? '/audit' : `/accounts/${accountId}/audit`;
+    const r = await app.admin('GET', `${path}?limit=${limit}${after}${query}`);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     out.push(...r.body.data);
     if (!r.body.hasMore) return out;
@@ -262,13 +264,18 @@ describe('"One append-only table of security-relevant actions … one line per a
     expect(out.status).toBe(204);
     steps.push({ route: 'POST /console/api/logout', res: out, action: null, actor: ana });
 
+    // The installation's own action: the secrets key rotated, a line on no account.
+    await op('POST /admin/v1/secrets/rotate', 'secrets.rotated', 'POST', '/secrets/rotate');
+
     // Every route of the table was called, and every call wrote exactly what the table says.
     expect(Object.keys(ROUTES).filter((r) => !steps.some((s) => s.route === r))).toEqual([]);
     const lines = await allLines(id, 7);
+    const installation = await allLines(null, 7);
+    expect(installation.map((l) => [l.action, l.actor.type])).toEqual([['secrets.rotated', 'operator']]);
     for (const s of steps) {
       const requestId = s.res.headers.get('x-request-id');
       expect(requestId, s.route).toBeTruthy();
-      const mineLines = lines.filter((l) => l.requestId === requestId);
+      const mineLines = [...lines, ...installation].filter((l) => l.requestId === requestId);
       if (s.action === null) {
         expect(mineLines, `${s.route} writes no line`).toEqual([]);
         continue;
@@ -279,7 +286,7 @@ describe('"One append-only table of security-relevant actions … one line per a
       expect(mineLines[0]!.ip).toMatch(LOCAL_IP);
     }
     // No line came from anywhere else, and the lines are newest first.
-    expect(lines).toHaveLength(steps.filter((s) => s.action !== null).length);
+    expect(lines.length + installation.length).toBe(steps.filter((s) => s.action !== null).length);
     const ats = lines.map((l) => l.at);
     expect([...ats].sort().reverse()).toEqual(ats);
 

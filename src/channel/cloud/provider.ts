@@ -1,8 +1,12 @@
 // The WhatsApp Cloud API provider: sends through Graph's POST /{phone-number-id}/messages
 // with the number's own access token, and turns Graph's errors into ProviderErrors (api.md §7).
 // Never retried here: a timeout may still have sent the message (POST /messages is not idempotent).
+
+import type { PhoneNumberRow } from '../../db/types.js';
 import { providerReason } from '../../http/messages.es-AR.js';
+import { SecretKeyMissing } from '../../secrets/keyring.js';
 import type { Services } from '../../services.js';
+import { cloudAccessToken } from '../phone-numbers.js';
 import { type ChannelProvider, ProviderError, type SendRequest, type SendResult } from '../types.js';
 import { providerErrorFrom } from './errors.js';
 import { GraphClient } from './graph.js';
@@ -13,6 +17,19 @@ export interface CloudProviderOptions {
   baseUrl?: string;
   connectTimeoutMs?: number;
   timeoutMs?: number;
+}
+
+/**
+ * The number's access token opened for a Graph call (sealed at rest); a key not in the ring is a
+ * refusal naming its id: the send is recorded failed with it, never retried.
+ */
+export function openAccessToken(s: Services, from: Pick<PhoneNumberRow, 'cloud_access_token'>): string | null {
+  try {
+    return cloudAccessToken(s.secrets, from);
+  } catch (err) {
+    if (err instanceof SecretKeyMissing) throw new ProviderError('auth', providerReason('secret_key_missing', { keyId: err.keyId }));
+    throw err;
+  }
 }
 
 export class CloudProvider implements ChannelProvider {
@@ -33,12 +50,13 @@ export class CloudProvider implements ChannelProvider {
 
   async send(req: SendRequest): Promise<SendResult> {
     const { from } = req;
-    if (!from.cloud_phone_number_id || !from.cloud_access_token) throw new ProviderError('auth', providerReason('cloud_not_connected'));
+    const token = openAccessToken(this.services, from);
+    if (!from.cloud_phone_number_id || !token) throw new ProviderError('auth', providerReason('cloud_not_connected'));
     const body = buildSendBody(req);
     const log = this.services.log;
     let res: unknown;
     try {
-      res = await this.graph.call('POST', `${encodeURIComponent(from.cloud_phone_number_id)}/messages`, from.cloud_access_token, body);
+      res = await this.graph.call('POST', `${encodeURIComponent(from.cloud_phone_number_id)}/messages`, token, body);
     } catch (err) {
       const pe = providerErrorFrom(err);
       log.warn({ messageId: req.messageId, phoneNumberId: from.id, kind: pe.kind, code: pe.code }, 'cloud send refused');

@@ -12,6 +12,7 @@ import { describeFailure } from '../../jobs/dead-letters.js';
 import { mostAdvanced, reportStatus } from '../../messages/status.js';
 import type { Services } from '../../services.js';
 import { enqueueInbound, type QueuedBatch } from '../inbound-queue.js';
+import { cloudAppSecret } from '../phone-numbers.js';
 import { verifySignature } from './signature.js';
 import { applyTemplateUpdate } from './templates.js';
 import { type ParsedMessage, type ParsedStatus, parseWebhook } from './webhook.js';
@@ -38,7 +39,10 @@ export async function signedByAnyNumber(s: Services, raw: Buffer, signature: str
     .where('provider', '=', 'cloud')
     .where('cloud_app_secret', 'is not', null)
     .execute();
-  return rows.some((r) => verifySignature(raw, signature, r.cloud_app_secret!));
+  return rows.some((r) => {
+    const secret = cloudAppSecret(s.secrets, r);
+    return secret !== null && verifySignature(raw, signature, secret);
+  });
 }
 
 /** What the receipt found: the signature's verdict and what to queue. */
@@ -139,7 +143,7 @@ export async function acceptWebhook(s: Services, raw: Buffer, payload: unknown, 
   // Each number's data is authenticated by its own app secret (one Meta app signs one POST).
   const verified = new Map<string, boolean>();
   const ok = (n: PhoneNumberRow): boolean => {
-    const secret = n.cloud_app_secret ?? '';
+    const secret = cloudAppSecret(s.secrets, n) ?? '';
     let v = verified.get(secret);
     if (v === undefined) {
       v = verifySignature(raw, signature, secret);

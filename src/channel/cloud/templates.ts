@@ -7,6 +7,7 @@ import type { Services } from '../../services.js';
 import { applyChannelTemplateChange, saveChannelTemplates, templateView } from '../../templates/service.js';
 import { providerErrorFrom } from './errors.js';
 import type { GraphClient } from './graph.js';
+import { openAccessToken } from './provider.js';
 import { type ParsedTemplateUpdate, type TemplateStatus, templateStatusFrom } from './webhook.js';
 
 /** One template as Graph lists it (GET /{waba-id}/message_templates). */
@@ -193,7 +194,7 @@ export async function syncTemplates(s: Services, graph: GraphClient, accountId: 
   for (const [wabaId, n] of byWaba) {
     let list: GraphTemplate[];
     try {
-      list = await fetchWabaTemplates(graph, wabaId, n.cloud_access_token!);
+      list = await fetchWabaTemplates(graph, wabaId, openAccessToken(s, n)!);
     } catch (err) {
       const pe = providerErrorFrom(err);
       s.log.warn({ accountId, wabaId, code: pe.code, kind: pe.kind }, 'cloud template sync failed');
@@ -268,7 +269,7 @@ export async function submitTemplate(s: Services, graph: GraphClient, row: Templ
     created = await graph.call<GraphCreated>(
       'POST',
       `${encodeURIComponent(number.cloud_waba_id!)}/message_templates`,
-      number.cloud_access_token!,
+      openAccessToken(s, number)!,
       body,
     );
   } catch (err) {

@@ -8,7 +8,7 @@ import { ApiError } from '../../http/errors.js';
 import { reportStatus } from '../../messages/status.js';
 import type { Services } from '../../services.js';
 import { verifySignature } from '../cloud/signature.js';
-import { instagramAccountsByIgId, instagramAppSecrets } from '../social-accounts.js';
+import { instagramAccountsByIgId, instagramAppSecret, instagramAppSecrets } from '../social-accounts.js';
 import { receiveComment } from './comments.js';
 import { namedIgUserIds, type ParsedComment, type ParsedDirectMessage, type ParsedRead, parseInstagramWebhook } from './webhook.js';
 
@@ -27,7 +27,7 @@ export interface InstagramOutcome {
 /** Does the signature match the app secret of any Instagram social account? (Payloads that name none of ours.) */
 export async function signedByAnySocialAccount(s: Services, raw: Buffer, signature: string | undefined): Promise<boolean> {
   if (!signature) return false;
-  return (await instagramAppSecrets(s.db)).some((secret) => verifySignature(raw, signature, secret));
+  return (await instagramAppSecrets(s)).some((secret) => verifySignature(raw, signature, secret));
 }
 
 export async function handleInstagramWebhook(
@@ -52,7 +52,7 @@ export async function handleInstagramWebhook(
   const named = await instagramAccountsByIgId(s.db, namedIgUserIds(items));
   const verified = new Map<string, boolean>();
   const ok = (a: SocialAccountRow): boolean => {
-    const secret = a.app_secret ?? '';
+    const secret = instagramAppSecret(s.secrets, a) ?? '';
     let v = verified.get(secret);
     if (v === undefined) {
       v = verifySignature(raw, signature, secret);

@@ -7,9 +7,12 @@
 // InstagramProvider is the social channel's provider of `instagram` accounts (channel/registry.ts
 // paces it per social account).
 import { Agent, request } from 'undici';
+import type { SocialAccountRow } from '../../db/types.js';
 import { instagramReason } from '../../http/messages.es-AR.js';
+import { SecretKeyMissing } from '../../secrets/keyring.js';
 import type { Services } from '../../services.js';
 import { GraphNetworkError, graphAnswer, isTimeout } from '../cloud/graph.js';
+import { instagramAccessToken } from '../social-accounts.js';
 import { ProviderError, type SendResult, type SocialProvider, type SocialSendRequest } from '../types.js';
 import { instagramErrorFrom } from './errors.js';
 
@@ -61,6 +64,16 @@ export async function sendInstagram(opts: InstagramSendOptions, to: InstagramRec
   return { mid };
 }
 
+/** The account's token opened for this send; a key not in the ring fails the send with a reason naming it. */
+function openToken(s: Services, from: SocialAccountRow): string | null {
+  try {
+    return instagramAccessToken(s.secrets, from);
+  } catch (err) {
+    if (err instanceof SecretKeyMissing) throw new ProviderError('auth', instagramReason('secret_key_missing', { keyId: err.keyId }));
+    throw err;
+  }
+}
+
 /** Sends through the social account's Instagram user id and token, with the app's timeout and metrics. */
 export class InstagramProvider implements SocialProvider {
   readonly name = 'instagram' as const;
@@ -72,7 +85,7 @@ export class InstagramProvider implements SocialProvider {
     const opts: InstagramSendOptions = {
       baseUrl: config.INSTAGRAM_API_URL,
       igUserId: req.from.ig_user_id ?? '',
-      accessToken: req.from.access_token ?? '',
+      accessToken: openToken(this.services, req.from) ?? '',
       timeoutMs: config.GRAPH_TIMEOUT_MS,
       observe: (seconds) => metrics.providerRequest('instagram', 'send', seconds),
     };

@@ -1,4 +1,4 @@
-// Operator commands: periodic jobs, dead letters, the audit trail and the sandbox channel.
+// Operator commands: periodic jobs, dead letters, the audit trail, the secrets key and the sandbox channel.
 import type { Command } from 'commander';
 import { body, call, DATA, int, jsonObject, q } from '../call.js';
 
@@ -43,13 +43,26 @@ export function deadLetterCommands(program: Command): void {
 
 export function auditCommands(program: Command): void {
   program
-    .command('audit <accountId>')
-    .description('operator: the account\'s audit trail, newest first (docs/privacy.md "Audit trail")')
+    .command('audit [accountId]')
+    .description('operator: the account\'s audit trail, newest first; without an account, the installation\'s own (docs/privacy.md "Audit trail")')
     .option('--action <action>', 'only one action, e.g. webhook.created')
     .option('--limit <n>', 'page size, 1 to 200')
     .option('--after <id>', 'the last id of the previous page')
-    .action(function (this: Command, accountId: string, o: { action?: string; limit?: string; after?: string }) {
-      return call(this, 'GET', `/accounts/${accountId}/audit${q({ action: o.action, limit: o.limit, after: o.after })}`);
+    .action(function (this: Command, accountId: string | undefined, o: { action?: string; limit?: string; after?: string }) {
+      const path = accountId === undefined ? '/audit' : `/accounts/${accountId}/audit`;
+      return call(this, 'GET', `${path}${q({ action: o.action, limit: o.limit, after: o.after })}`);
+    });
+}
+
+export function secretsCommands(program: Command): void {
+  const secrets = program
+    .command('secrets')
+    .description('operator: stored credentials, sealed at rest (docs/operating.md "The secrets key")');
+  secrets
+    .command('rotate')
+    .description('re-seal every stored credential with the first key of SECRETS_KEYS (then an old key can be removed)')
+    .action(function (this: Command) {
+      return call(this, 'POST', '/secrets/rotate');
     });
 }
 
