@@ -116,10 +116,12 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // The body is timed from the end of the headers, before the key is checked (decisions.md "Slow clients").
     watchBody(req, reply as FastifyReply, services.config.BODY_TIMEOUT_MS);
     // `Content-Type: application/json` with an empty body (many clients send it on body-less
-    // POSTs) is no body: routes with an optional body act, routes that need one answer the usual
+    // POSTs, and curl on a DELETE without -d, with no Content-Length at all: HTTP's "no body") is
+    // no body: routes with an optional body act, routes that need one answer the usual
     // validation 400 naming the missing fields.
     const h = req.raw.headers;
-    if (h['content-length'] === '0' && h['transfer-encoding'] === undefined) delete h['content-type'];
+    const cl = h['content-length'];
+    if ((cl === '0' || cl === undefined) && h['transfer-encoding'] === undefined) delete h['content-type'];
     done();
   });
   // The one metrics hook (onResponse), when METRICS is on, and GET /metrics.

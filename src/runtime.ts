@@ -37,7 +37,7 @@ import { appAuthenticator } from './mcp/apps.js';
 import { createMetrics } from './metrics/metrics.js';
 import type { Keyring } from './secrets/keyring.js';
 import { loadKeyring } from './secrets/load.js';
-import { resealAll } from './secrets/reseal.js';
+import { keyIdsInUse, resealAll } from './secrets/reseal.js';
 import { type DemoSeed, seedDemoIfEmpty } from './seed.js';
 import type { Services } from './services.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
@@ -86,6 +86,13 @@ async function sealPlaintext(db: OpenDb['db'], ring: Keyring, log: Logger): Prom
   try {
     const r = await resealAll(db, ring, 'plaintext', log);
     if (r.resealed > 0) log.info({ sealed: r.resealed }, 'secrets: sealed values stored in plain text');
+    // Said once at the start, not first by a failed send: values this ring cannot open.
+    const missing = (await keyIdsInUse(db)).filter((id) => !ring.has(id));
+    if (missing.length > 0)
+      log.error(
+        { missingKeyIds: missing, keyIds: ring.keys.map((k) => k.id) },
+        'secrets: stored values are sealed by keys this server was not started with; add them to SECRETS_KEYS and restart (docs/operating.md "The secrets key")',
+      );
   } catch (err) {
     log.error({ err }, 'secrets: the start pass failed; plain values stay readable and are sealed on the next start');
   }

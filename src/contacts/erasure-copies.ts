@@ -1,7 +1,7 @@
 // The copies of a person's data outside their own rows (erasure.ts): outbox events and the
 // webhook delivery log, stored idempotent responses, Meta batches still queued, contact imports'
-// previews and failing rows. Found by their ids (contact, conversations) or their phone in every
-// spelling a payload uses; scrubbed in the erasure's transaction.
+// previews and failing rows. Found by their ids (contact, conversations, messages) or their phone
+// in every spelling a payload uses; scrubbed in the erasure's transaction.
 import { type RawBuilder, sql } from 'kysely';
 import type { Trx } from '../db/index.js';
 
@@ -11,6 +11,8 @@ export interface Person {
   accountId: string;
   contactId: string;
   conversationIds: string[];
+  /** Their messages: a message's events (message.status…) name it by id and by its Meta id, not by them. */
+  messageIds: string[];
   /** Canonical digits, null for a social-only contact. */
   phone: string | null;
   socialchatId: string | null;
@@ -46,7 +48,7 @@ export async function scrubCopies(trx: Trx, p: Person): Promise<void> {
     await sql<{ id: string }>`
       UPDATE events SET data = '{"erased": true}'::jsonb
       WHERE account_id = ${p.accountId} AND created_at >= ${new Date(p.since.getTime() - DAY_MS)}
-        AND ${mentions(sql`data::text`, needles)}
+        AND (${mentions(sql`data::text`, needles)} OR (kind LIKE 'message.%' AND data->>'id' = ANY(${p.messageIds}::text[])))
       RETURNING id`.execute(trx)
   ).rows.map((e) => e.id);
   if (eventIds.length > 0) {

@@ -41,11 +41,12 @@ export async function eraseContact(s: Services, accountId: string, contactId: st
     ).map((c) => c.id);
 
     await stopWhatRuns(trx, conversationIds, now);
-    const counts = await scrubRows(trx, contactId, conversationIds, now);
+    const { messageIds, cases } = await scrubRows(trx, contactId, conversationIds, now);
     await scrubCopies(trx, {
       accountId,
       contactId,
       conversationIds,
+      messageIds,
       phone: contact.phone,
       socialchatId: contact.socialchat_id,
       since: contact.created_at,
@@ -66,7 +67,7 @@ export async function eraseContact(s: Services, accountId: string, contactId: st
       })
       .where('id', '=', contactId)
       .execute();
-    const result = { conversations: conversationIds.length, ...counts };
+    const result = { conversations: conversationIds.length, messages: messageIds.length, cases };
     await audit(trx, now, who, { accountId, action: 'contact.erased', target: { type: 'contact', id: contactId }, changes: result });
     return result;
   });
@@ -116,8 +117,13 @@ async function stopWhatRuns(trx: Trx, conversationIds: string[], now: Date): Pro
 }
 
 /** The rows that are theirs: personal fields nulled, ids, times and statuses kept. */
-async function scrubRows(trx: Trx, contactId: string, conversationIds: string[], now: Date): Promise<Omit<Erased, 'conversations'>> {
-  if (conversationIds.length === 0) return { messages: 0, cases: 0 };
+async function scrubRows(
+  trx: Trx,
+  contactId: string,
+  conversationIds: string[],
+  now: Date,
+): Promise<{ messageIds: string[]; cases: number }> {
+  if (conversationIds.length === 0) return { messageIds: [], cases: 0 };
   await sql`
     DELETE FROM early_statuses WHERE wamid IN (
       SELECT wamid FROM messages WHERE conversation_id = ANY(${conversationIds}::uuid[]) AND wamid IS NOT NULL)`.execute(trx);
@@ -192,5 +198,5 @@ async function scrubRows(trx: Trx, contactId: string, conversationIds: string[],
       SELECT id::text FROM automation_executions WHERE conversation_id = ANY(${conversationIds}::uuid[])
       UNION ALL SELECT id::text FROM agent_stretches WHERE conversation_id = ANY(${conversationIds}::uuid[])
       UNION ALL SELECT id::text FROM agent_reviews WHERE conversation_id = ANY(${conversationIds}::uuid[]))`.execute(trx);
-  return { messages: messageIds.length, cases: cases.length };
+  return { messageIds, cases: cases.length };
 }

@@ -6,6 +6,7 @@
 import { Readable } from 'node:stream';
 import { type SelectQueryBuilder, sql } from 'kysely';
 import { type AuditWho, audit } from '../audit/trail.js';
+import { casesQuery, caseView } from '../cases/view.js';
 import type { Executor } from '../db/index.js';
 import type { Database } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
@@ -27,6 +28,15 @@ async function* paged<O extends { id: string }>(q: (after: string | null) => Sel
     after = rows[rows.length - 1]?.id ?? null;
   }
 }
+
+/** Each row of `rows` as `f` makes it. */
+async function* mapped<T>(rows: Rows, f: (row: T) => unknown): Rows {
+  for await (const r of rows) yield f(r as T);
+}
+
+/** A stored row's columns spelled as the API spells fields (snake_case → camelCase). */
+const camel = (row: Record<string, unknown>): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(row).map(([k, v]) => [k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), v]));
 
 async function* array(rows: Rows): AsyncGenerator<string> {
   yield '[';
@@ -75,13 +85,26 @@ async function* document(db: Executor, accountId: string, contactId: string, at:
   yield ']';
   const ids = conversations.map((c) => c.id);
   yield ',"cases":';
-  yield* array(ids.length ? paged((a) => after(db.selectFrom('cases').selectAll().where('conversation_id', 'in', ids), a)) : empty());
+  // As the API shows a case (GET /cases/{id}).
+  yield* array(
+    ids.length
+      ? mapped(
+          paged((a) => after(casesQuery(db).where('cases.conversation_id', 'in', ids), a, 'cases.id')),
+          caseView,
+        )
+      : empty(),
+  );
   yield ',"automationExecutions":';
   yield* array(executionsOf(db, contactId));
   yield ',"agentStretches":';
   yield* array(stretchesOf(db, contactId));
   yield ',"agentReviews":';
-  yield* array(paged((a) => after(db.selectFrom('agent_reviews').selectAll().where('contact_id', '=', contactId), a)));
+  yield* array(
+    mapped(
+      paged((a) => after(db.selectFrom('agent_reviews').selectAll().where('contact_id', '=', contactId), a)),
+      camel,
+    ),
+  );
   yield ',"campaigns":';
   const recipients = await db
     .selectFrom('campaign_recipients as r')
@@ -99,7 +122,12 @@ async function* document(db: Executor, accountId: string, contactId: string, at:
     .execute();
   yield JSON.stringify(recipients);
   yield ',"socialComments":';
-  yield* array(paged((a) => after(db.selectFrom('social_comments').selectAll().where('contact_id', '=', contactId), a)));
+  yield* array(
+    mapped(
+      paged((a) => after(db.selectFrom('social_comments').selectAll().where('contact_id', '=', contactId), a)),
+      camel,
+    ),
+  );
   yield '}';
 }
 
@@ -180,7 +208,7 @@ async function* stretchesOf(db: Executor, contactId: string): Rows {
       .where('stretch_id', '=', st.id)
       .orderBy('n')
       .execute();
-    yield { ...st, turns };
+    yield { ...camel(st), turns };
   }
 }
 

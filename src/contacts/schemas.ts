@@ -111,7 +111,7 @@ export const PersonExport = z
         }),
       )
       .describe('Their conversations, oldest first'),
-    cases: Rows('Their cases, every field'),
+    cases: Rows('Their cases, each as GET /cases/{id} shows it'),
     automationExecutions: Rows('Flow executions: the flow’s name, saved variables and the step log (steps)'),
     agentStretches: Rows('AI agent stretches: summary, goal data and each model turn (turns: tool calls and decision)'),
     agentReviews: Rows('Reviews of those stretches'),

@@ -618,7 +618,7 @@ const providerReasons = {
   graph_status: (p) => `Meta respondió con estado ${p.status}`,
   graph_text_code: (p) => `${p.text} (código ${p.code})`,
   secret_key_missing: (p) =>
-    `no pudimos abrir la credencial guardada del número: está cifrada con la clave "${p.keyId}", que no está en SECRETS_KEYS. Agregá esa clave a SECRETS_KEYS y reiniciá, o volvé a cargar la credencial`,
+    `no pudimos abrir la credencial guardada del número: está cifrada con la clave "${p.keyId}", que no está entre las claves con que arrancó el servidor. Agregá esa clave a SECRETS_KEYS y reiniciá, o volvé a cargar la credencial`,
   // Ours, not the provider's: the send never reached it (ThroughputBusy, channel/paced.ts).
   number_throughput: (p) =>
     `no salió: ${p.channel === 'instagram' ? 'la cuenta de Instagram' : 'el número'} ya enviaba al máximo de su nivel (${p.limit} mensajes por segundo)`,
@@ -685,7 +685,7 @@ const instagramReasons = {
   unknown: 'Instagram tuvo un error desconocido',
   unavailable: 'el servicio de Instagram no está disponible',
   secret_key_missing: (p) =>
-    `no pudimos abrir el token guardado de la cuenta social: está cifrado con la clave "${p.keyId}", que no está en SECRETS_KEYS. Agregá esa clave a SECRETS_KEYS y reiniciá, o volvé a cargar el token`,
+    `no pudimos abrir el token guardado de la cuenta social: está cifrado con la clave "${p.keyId}", que no está entre las claves con que arrancó el servidor. Agregá esa clave a SECRETS_KEYS y reiniciá, o volvé a cargar el token`,
   template:
     'Instagram no tiene plantillas: en el canal social solo se envía texto, dentro de las 24 horas desde el último mensaje del contacto',
 } as const satisfies Record<string, Text>;
@@ -747,7 +747,7 @@ export const httpStepReasons = {
   origin: 'una variable insertada tal cual ({{{…}}}) cambió el esquema o el servidor de la URL',
   headerLineBreak: (name: string) => `el valor del encabezado ${name} tiene un salto de línea y no se mandó`,
   headerKeyMissing: (name: string, keyId: string) =>
-    `el valor del encabezado ${name} está cifrado con la clave "${keyId}", que no está en SECRETS_KEYS: agregá esa clave a SECRETS_KEYS y reiniciá, o volvé a escribir el encabezado`,
+    `el valor del encabezado ${name} está cifrado con la clave "${keyId}", que no está entre las claves con que arrancó el servidor: agregá esa clave a SECRETS_KEYS y reiniciá, o volvé a escribir el encabezado`,
   network: 'no se pudo conectar',
   loop: (hop: number | string, max: number) =>
     `la automatización se llamó a sí misma en bucle: se rechazó el salto ${hop} (se permiten ${max} saltos); revisá que este paso no vuelva a iniciar la automatización`,
@@ -755,13 +755,22 @@ export const httpStepReasons = {
 
 /** The keyring of sealed secrets (docs/privacy.md "Secrets sealed at rest"). */
 export const secretTexts = {
-  malformed: (n: number) =>
-    `SECRETS_KEYS no es válida: la clave número ${n} tiene que ser id:clave, con la clave de 32 bytes en base64 (generala con: openssl rand -base64 32). Separá varias claves con comas.`,
-  duplicate: (id: string) => `SECRETS_KEYS repite el id de clave "${id}": cada clave necesita su propio id.`,
+  // The keyring's problems name the entry by its position, never its text (it may be a key). The
+  // caller puts where it was read in front: "SECRETS_KEYS: …" or the key file's path.
+  empty: 'no tiene ninguna clave. Generá una con `openssl rand -base64 32` y escribila como k1:<la clave>.',
+  noId: (n: number) => `la clave número ${n} no tiene id: escribila como id:clave (por ejemplo k1:<la clave>).`,
+  badId: (n: number) => `el id de la clave número ${n} solo puede tener letras, números, - y _ (hasta 32 caracteres).`,
+  notBase64: (n: number) =>
+    `la clave número ${n} no está en base64. Generá una con \`openssl rand -base64 32\` y escribila después del id y los dos puntos.`,
+  wrongLength: (n: number, bytes: number) =>
+    `la clave número ${n} tiene ${bytes} bytes y tiene que tener 32. Generá una con \`openssl rand -base64 32\`.`,
+  duplicate: (id: string) => `repite el id de clave "${id}": cada clave necesita su propio id.`,
   requiredInProduction:
     'Falta SECRETS_KEYS: con NODE_ENV=production el servidor no arranca sin la clave que cifra las credenciales guardadas. Generá una con `openssl rand -base64 32` y configurala como SECRETS_KEYS=k1:<la clave> (guardala aparte de las copias de la base: sin ella no se pueden abrir).',
+  requiredInProductionWithFile: (file: string) =>
+    `Falta SECRETS_KEYS: con NODE_ENV=production el servidor no arranca sin ella. Las credenciales de esta base ya están cifradas con la clave de ${file}: configurá SECRETS_KEYS con el contenido de ese archivo (la línea local:…) y guardala aparte de las copias de la base. No generes una clave nueva: con otra no se pueden abrir.`,
   keyMissing: (keyId: string) =>
-    `La credencial guardada está cifrada con la clave "${keyId}", que no está en SECRETS_KEYS. Agregá esa clave a SECRETS_KEYS y reiniciá, o volvé a cargar la credencial.`,
+    `La credencial guardada está cifrada con la clave "${keyId}", que no está entre las claves con que arrancó el servidor. Agregá esa clave a SECRETS_KEYS y reiniciá, o volvé a cargar la credencial.`,
 };
 
 /** Graph error codes of template refusals (the subject, "la plantilla", is the caller's text). */

@@ -54,6 +54,11 @@ export class Keyring {
     this.byId = new Map(keys.map((k) => [k.id, k.key]));
   }
 
+  /** Whether a value sealed by this key id opens here. */
+  has(keyId: string): boolean {
+    return this.byId.has(keyId);
+  }
+
   /** The id of the key that seals new values. */
   get sealingKeyId(): string {
     return this.keys[0]!.id;
@@ -101,15 +106,24 @@ export class Keyring {
  */
 export function parseKeyring(text: string): { keys: SecretKey[] } | { problem: string } {
   const keys: SecretKey[] = [];
-  for (const [i, part] of text
+  // Empty entries (a trailing comma, two commas) are no key and no mistake.
+  const parts = text
     .split(',')
     .map((p) => p.trim())
-    .entries()) {
-    const m = /^([A-Za-z0-9_-]{1,32}):([A-Za-z0-9+/=_-]+)$/.exec(part);
-    const key = m ? Buffer.from(m[2]!, /[-_]/.test(m[2]!) ? 'base64url' : 'base64') : null;
-    if (!m || !key || key.length !== 32) return { problem: secretTexts.malformed(i + 1) };
-    if (keys.some((k) => k.id === m[1])) return { problem: secretTexts.duplicate(m[1]!) };
-    keys.push({ id: m[1]!, key });
+    .filter((p) => p !== '');
+  if (parts.length === 0) return { problem: secretTexts.empty };
+  for (const [i, part] of parts.entries()) {
+    const n = i + 1;
+    const colon = part.indexOf(':');
+    if (colon < 0) return { problem: secretTexts.noId(n) };
+    const id = part.slice(0, colon);
+    const encoded = part.slice(colon + 1);
+    if (!/^[A-Za-z0-9_-]{1,32}$/.test(id)) return { problem: secretTexts.badId(n) };
+    if (!/^[A-Za-z0-9+/=_-]+$/.test(encoded)) return { problem: secretTexts.notBase64(n) };
+    const key = Buffer.from(encoded, /[-_]/.test(encoded) ? 'base64url' : 'base64');
+    if (key.length !== 32) return { problem: secretTexts.wrongLength(n, key.length) };
+    if (keys.some((k) => k.id === id)) return { problem: secretTexts.duplicate(id) };
+    keys.push({ id, key });
   }
   return { keys };
 }

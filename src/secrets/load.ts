@@ -2,7 +2,7 @@
 // made on the first start in DATA_DIR/secrets-key (mode 0600, like the admin token) — never in
 // production, which refuses to start without SECRETS_KEYS.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Config } from '../config.js';
 import { secretTexts } from '../http/messages.es-AR.js';
 import { Keyring, parseKeyring } from './keyring.js';
@@ -21,8 +21,11 @@ function fromText(text: string, where: string): Keyring {
 
 export function loadKeyring(config: Pick<Config, 'SECRETS_KEYS' | 'NODE_ENV' | 'DATA_DIR'>): LoadedKeyring {
   if (config.SECRETS_KEYS) return { keyring: new Keyring(config.SECRETS_KEYS), generatedFile: null };
-  if (config.NODE_ENV === 'production') throw new Error(secretTexts.requiredInProduction);
   const file = `${config.DATA_DIR}/secrets-key`;
+  // In production the key comes from SECRETS_KEYS only; a data directory that was run outside
+  // production already has its values sealed by the file's key: say to use that one, not a new one.
+  if (config.NODE_ENV === 'production')
+    throw new Error(existsSync(file) ? secretTexts.requiredInProductionWithFile(file) : secretTexts.requiredInProduction);
   const made = `local:${randomBytes(32).toString('base64')}`;
   mkdirSync(config.DATA_DIR, { recursive: true });
   try {

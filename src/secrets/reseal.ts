@@ -169,3 +169,22 @@ export async function resealAll(db: Db, ring: Keyring, mode: Mode, log: FastifyB
   await pass.clientSecrets();
   return { resealed: pass.resealed, missingKeyIds: [...pass.missing].sort() };
 }
+
+/**
+ * The ids of the keys that sealed the values stored now, in every sealed place: one statement
+ * over small tables (numbers, social accounts, webhooks, automations, the OAuth server's keys and
+ * clients), so the start can say at once which are missing from the ring.
+ */
+export async function keyIdsInUse(db: Db): Promise<string[]> {
+  const plain = COLUMNS.flatMap(({ table, columns }) =>
+    columns.map((c) => sql`SELECT ${sql.ref(c)} AS v FROM ${sql.table(table)} WHERE ${sql.ref(c)} LIKE 'sealed:v1:%'`),
+  );
+  const { rows } = await sql<{ id: string }>`
+    SELECT DISTINCT split_part(v, ':', 3) AS id FROM (
+      ${sql.join(plain, sql` UNION ALL `)}
+      UNION ALL SELECT 'sealed:v1:' || m[1] || ':' FROM automations, regexp_matches(steps::text, 'sealed:v1:([A-Za-z0-9_-]+):', 'g') AS m
+      UNION ALL SELECT value #>> '{}' FROM oauth_keys
+      UNION ALL SELECT payload->>'client_secret' FROM oauth_models WHERE kind = 'Client'
+    ) AS x WHERE v LIKE 'sealed:v1:%' ORDER BY 1`.execute(db);
+  return rows.map((r) => r.id);
+}

@@ -1,6 +1,7 @@
 // Acceptance sweep: calls the endpoints exactly as api.md, decisions.md and operator.md write
 // them. Each test is a defect the sweep found (named after the rule it proves), or a contract
 // shape an external suite will check field by field.
+import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, freshPhone, request, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
@@ -85,6 +86,25 @@ describe('operator.md: bodies written as optional are optional', () => {
     const cancelled = await emptyJsonPost(`/accounts/${acc.id}/campaigns/${c.body.id}/cancel`);
     expect(cancelled.status).toBe(200);
     expect(cancelled.body.status).toBe('cancelled');
+  });
+
+  it('a DELETE with `Content-Type: application/json` and no body (curl -X DELETE -H … without -d) is no body, not malformed JSON', async () => {
+    const acc = await app.createAccount();
+    const key = await app.admin('POST', `/accounts/${acc.id}/keys`, { name: 'ERP' });
+    // Sent as curl sends it: no Content-Length and no Transfer-Encoding (node:http's default for DELETE).
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(`${app.url}/admin/v1/accounts/${acc.id}/keys/${key.body.id}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      });
+      req.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(204);
   });
 
   it('a body that is really malformed JSON still answers 400 (decisions.md "malformed JSON → 400")', async () => {

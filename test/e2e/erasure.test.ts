@@ -114,6 +114,13 @@ describe('"DELETE …/contacts/{contactId}: the contact, their attributes, the t
     const p = await personWithHistory(acct);
     const digits = p.needles[1] as string;
     await until(() => down.received.some((r) => r.body.includes('Brontosaurio')), { what: 'a failed first attempt' });
+    // A status report of a message to them: its event names the message and its Meta id, not them.
+    const toThem = (await acct.call('GET', `/conversations/${p.conversationId}/messages?limit=100`)).body.data.find(
+      (m: any) => m.direction === 'outbound' && m.wamid,
+    );
+    const wamid = toThem.wamid as string;
+    expect((await app.admin('POST', '/sandbox/status', { wamid, status: 'delivered' })).status).toBe(200);
+    await until(() => down.received.some((r) => r.body.includes(wamid)), { what: 'the status event tried once' });
     // A Meta batch parked in the inbound queue with one message of theirs and one of someone else.
     const other = freshPhone({ spelling: 'digits' });
     const parked = {
@@ -178,6 +185,10 @@ describe('"DELETE …/contacts/{contactId}: the contact, their attributes, the t
     expect(doc.automationExecutions[0]).toMatchObject({ automationName: 'Pedidos', variables: { direccion: 'Calle Xilofonista 4821' } });
     expect(doc.agentStretches[0].turns.length).toBeGreaterThan(0);
     expect(doc.cases.length).toBeGreaterThan(0);
+    // Every part spelled as the API spells it: a case as GET /cases/{id} shows it, no column names.
+    expect(doc.cases[0]).toEqual((await acct.call('GET', `/cases/${doc.cases[0].id}`)).body);
+    const snake = (o: object) => Object.keys(o).filter((k) => k.includes('_'));
+    expect([doc.agentStretches[0], doc.automationExecutions[0], doc.conversations[0]].flatMap(snake)).toEqual([]);
     const held = [p.needles[1] as string, ...p.needles.slice(3)];
     expect(found(JSON.stringify(doc), held)).toEqual(held);
 
@@ -205,7 +216,7 @@ describe('"DELETE …/contacts/{contactId}: the contact, their attributes, the t
     // "their conversation stops any running execution or agent stretch"
     expect((await acct.call('GET', `/conversations/${p.conversationId}`)).body.handling).toMatchObject({ type: null });
     const dump = await logicalDump(app);
-    expect(found(dump, p.needles)).toEqual([]);
+    expect(found(dump, [...p.needles, wamid])).toEqual([]);
 
     // "messages, cases and campaign recipients keep only what counts need"
     const after = { usage: await usage(acct), cases: await caseCount(acct) };
@@ -244,7 +255,7 @@ describe('"DELETE …/contacts/{contactId}: the contact, their attributes, the t
     expect((await app.admin('POST', '/jobs/webhooks/run')).status).toBe(200);
     const since = down.received.slice(sentBefore).map((r) => r.body);
     expect(since.some((b) => b.includes('Hola de nuevo'))).toBe(true);
-    expect(found(since.join('\n'), [p.contactId, ...p.needles.slice(3)])).toEqual([]);
+    expect(found(since.join('\n'), [p.contactId, wamid, ...p.needles.slice(3)])).toEqual([]);
 
     // "Both are written to the audit trail", with no personal data in `changes`.
     const trail = await app.admin('GET', `/accounts/${acct.id}/audit?limit=100`);

@@ -7,12 +7,14 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startRuntime } from '../../src/runtime.js';
 import { Keyring } from '../../src/secrets/keyring.js';
+import { loadKeyring } from '../../src/secrets/load.js';
 import { found, rawBackup } from '../dump.js';
 import { type FakeGraph, startFakeGraph } from '../fakes/graph.js';
 import { type Receiver, startReceiver } from '../fakes/receiver.js';
@@ -59,18 +61,27 @@ async function firstProcess(env: Record<string, string>): Promise<TestApp> {
 }
 
 /** The process stops and a new one starts on the same data with `SECRETS_KEYS` (its workers on). */
-async function restart(prev: Proc & { close(): Promise<void> }, secretsKeys: string): Promise<Proc & { close(): Promise<void> }> {
+async function restart(
+  prev: Proc & { close(): Promise<void> },
+  secretsKeys: string,
+  logDestination?: Writable,
+): Promise<Proc & { close(): Promise<void> }> {
   if (onPostgres) {
     // The next process joins the same database before the first leaves (the last one drops it).
     const { DATA_DIR: _dir, DATABASE_URL: _url, ...own } = prev.env;
-    const next = await startTestApp({ sameDataAs: prev as TestApp, env: { ...own, SECRETS_KEYS: secretsKeys } });
+    const next = await startTestApp({
+      sameDataAs: prev as TestApp,
+      // With a log destination, the lines from info up (the tests' default is silent).
+      env: { ...own, SECRETS_KEYS: secretsKeys, ...(logDestination ? { LOG_LEVEL: 'info' } : {}) },
+      ...(logDestination ? { logDestination } : {}),
+    });
     cleanup.push(() => next.close());
     await prev.close();
     return next;
   }
   await prev.close();
-  const env = { ...prev.env, SECRETS_KEYS: secretsKeys };
-  const rt = await startRuntime(loadConfig(env), { usageFlushMs: 0 });
+  const env = { ...prev.env, SECRETS_KEYS: secretsKeys, ...(logDestination ? { LOG_LEVEL: 'info' } : {}) };
+  const rt = await startRuntime(loadConfig(env), { usageFlushMs: 0, ...(logDestination ? { logDestination } : {}) });
   let closed = false;
   const close = async () => {
     if (!closed) await rt.close();
@@ -291,12 +302,22 @@ describe('secrets sealed at rest (privacy-security.md "Secrets at rest")', () =>
       { to: `+${from}`, text: 'Otra' },
       { authorization: `Bearer ${apiKey}` },
     );
-    expect(refused.body.error).toContain('la clave "gone", que no está en SECRETS_KEYS');
+    expect(refused.body.error).toContain('la clave "gone", que no está entre las claves con que arrancó el servidor');
     const failed = await request(`${app.url}/api/v1/messages/${refused.body.messageId}`, 'GET', undefined, {
       authorization: `Bearer ${apiKey}`,
     });
     expect(failed.body).toMatchObject({ status: 'failed', error: expect.stringContaining('"gone"') });
-    app = await restart(app, NEW);
+    // The next start says so at once, before anything needs the value.
+    const logs: string[] = [];
+    const logStream = new Writable({
+      write(chunk, _encoding, done) {
+        logs.push(String(chunk));
+        done();
+      },
+    });
+    app = await restart(app, NEW, logStream);
+    const said = logs.map((l) => JSON.parse(l)).find((l) => l.missingKeyIds);
+    expect(said).toMatchObject({ level: 50, missingKeyIds: ['gone'], keyIds: ['new'] });
     expect((await app.admin('POST', '/secrets/rotate')).body).toEqual({ resealed: 0, keyId: 'new', missingKeyIds: ['gone'] });
     await app.close();
   });
@@ -318,7 +339,7 @@ describe('secrets sealed at rest (privacy-security.md "Secrets at rest")', () =>
       if (!d) return undefined;
       return (await app.admin('GET', `/accounts/${acc.id}/webhooks/${wh.body.id}/deliveries/${d.id}`)).body.attemptLog[0];
     });
-    expect(attempt.error).toContain('la clave "gone", que no está en SECRETS_KEYS');
+    expect(attempt.error).toContain('la clave "gone", que no está entre las claves con que arrancó el servidor');
     expect(hooks.received.some((r) => r.path === '/gone')).toBe(false);
 
     const flow = await app.admin('POST', `/accounts/${acc.id}/automations`, {
@@ -360,6 +381,10 @@ describe('secrets sealed at rest (privacy-security.md "Secrets at rest")', () =>
     cleanup.push(() => again.close());
     expect(again.rt.services.secrets.sealingKeyId).toBe(id);
     expect(again.rt.services.secrets.open(sealed, 'webhooks.secret')).toBe('x');
+    // The same data directory moved to production: refused, told to use that file's key, not a new one.
+    expect(() => loadKeyring({ SECRETS_KEYS: undefined, NODE_ENV: 'production', DATA_DIR: dir })).toThrow(
+      `Las credenciales de esta base ya están cifradas con la clave de ${file}`,
+    );
   });
 
   it('"with NODE_ENV=production and no key, the server refuses to start with a Spanish message that says how to make one"', async () => {
@@ -373,6 +398,25 @@ describe('secrets sealed at rest (privacy-security.md "Secrets at rest")', () =>
     expect(err).toContain('Falta SECRETS_KEYS');
     expect(err).toContain('openssl rand -base64 32');
     // A malformed keyring is refused with its Spanish reason, never echoing the key.
-    expect(() => loadConfig({ SECRETS_KEYS: 'k1:corta' })).toThrow(/SECRETS_KEYS no es válida: la clave número 1/);
+    // Each mistake says which part is wrong, by position; SECRETS_KEYS is named once.
+    const key = randomBytes(32).toString('base64');
+    const problem = (v: string) => {
+      try {
+        loadConfig({ SECRETS_KEYS: v });
+        return null;
+      } catch (e) {
+        return (e as Error).message;
+      }
+    };
+    expect(problem('k1:corta')).toMatch(/SECRETS_KEYS: la clave número 1 tiene 3 bytes y tiene que tener 32/);
+    expect(problem(key)).toMatch(/SECRETS_KEYS: la clave número 1 no tiene id/);
+    expect(problem(`k1:${key},k 2:${key}`)).toMatch(/SECRETS_KEYS: el id de la clave número 2 solo puede tener letras/);
+    expect(problem(`k1:${randomBytes(32).toString('hex')}`)).toMatch(
+      /la clave número 1 tiene 48 bytes|la clave número 1 no está en base64/,
+    );
+    expect(problem(`k1:${key},k1:${key}`)).toMatch(/SECRETS_KEYS: repite el id de clave "k1"/);
+    for (const v of ['k1:corta', key, `k1:${randomBytes(32).toString('hex')}`]) expect(problem(v)).not.toContain(v.split(':').pop()!);
+    expect(problem(`k1:${key},`)).toBeNull();
+    expect(problem(`k2:${key}, k1:${key}`)).toBeNull();
   });
 });

@@ -23,7 +23,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LATE_MS, PACE_SHARE } from '../../src/limits/pacer.js';
 import { type FakeGraph, startFakeGraph } from '../fakes/graph.js';
 import { ADMIN_TOKEN, freshPhone, type Res, request, startTestApp, type TestApp } from '../harness.js';
-import { spawnServer } from '../server-process.js';
+import { serverEnv, spawnServer } from '../server-process.js';
 
 const CLOUD_ENV = { CHANNEL_PROVIDER: 'cloud', GRAPH_TIMEOUT_MS: '2000' };
 
@@ -52,21 +52,17 @@ interface Server {
 async function childServer(env: Record<string, string>): Promise<Server> {
   const dataDir = mkdtempSync(join(tmpdir(), 'chasqui-tier-'));
   cleanup.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+  // serverEnv: the tests' operator token and keyring — processes sharing a database share the
+  // key that seals its credentials, or one cannot open the number's token the other stored.
   const { url } = await spawnServer(
-    {
+    serverEnv({
       DATA_DIR: dataDir,
       DATABASE_URL: '',
       REDIS_URL: '',
-      ADMIN_TOKEN,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      SEED_DEMO: 'off',
-      SANDBOX_AUTO_STATUS: 'off',
-      LOG_LEVEL: 'silent',
       GRAPH_API_URL: fake.url,
       ...CLOUD_ENV,
       ...env,
-    },
+    }),
     (fn) => cleanup.push(fn),
     60_000,
   );

@@ -44,7 +44,9 @@ export function deadLetterCommands(program: Command): void {
 export function auditCommands(program: Command): void {
   program
     .command('audit [accountId]')
-    .description('operator: the account\'s audit trail, newest first; without an account, the installation\'s own (docs/privacy.md "Audit trail")')
+    .description(
+      'operator: the account\'s audit trail, newest first; without an account, the installation\'s own (docs/privacy.md "Audit trail")',
+    )
     .option('--action <action>', 'only one action, e.g. webhook.created')
     .option('--limit <n>', 'page size, 1 to 200')
     .option('--after <id>', 'the last id of the previous page')
