@@ -1,7 +1,7 @@
 // A move to a `won` stage asks the sale (console.md "Casos"): a modal `dialog` with the shared
 // Monto / Moneda / Confirmar form (ui/won-form.tsx) and Cancelar; Escape cancels too. The server's
 // refusal is shown inside it.
-import { useLayoutEffect, useRef } from 'preact/hooks';
+import { Modal } from '../../ui/modal';
 import { type Sale, WonForm } from '../../ui/won-form';
 import { casesTexts as t } from './texts';
 
@@ -18,22 +18,8 @@ export function WonDialog({
   onConfirm: (sale: Sale) => void;
   onCancel: () => void;
 }) {
-  const dialog = useRef<HTMLDialogElement>(null);
-  useLayoutEffect(() => {
-    const d = dialog.current;
-    if (d && !d.open) d.showModal();
-    return () => d?.close();
-  }, []);
   return (
-    <dialog
-      ref={dialog}
-      class="won-dialog"
-      aria-labelledby="won-title"
-      onCancel={(e) => {
-        e.preventDefault();
-        onCancel();
-      }}
-    >
+    <Modal class="won-dialog" labelledBy="won-title" onCancel={onCancel}>
       <h2 id="won-title">{t.wonTitle(who)}</h2>
       <p class="hint">{t.wonHint}</p>
       <WonForm idPrefix="board-won" busy={busy} autoFocus onConfirm={onConfirm}>
@@ -46,6 +32,6 @@ export function WonDialog({
           {error}
         </p>
       )}
-    </dialog>
+    </Modal>
   );
 }

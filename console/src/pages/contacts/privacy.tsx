@@ -2,9 +2,10 @@
 // admins: `Exportar datos` downloads everything held about the person (GET …/export, one JSON
 // file), `Borrar datos del contacto` asks in a modal dialog that names what is erased, then
 // DELETE …/contacts/{contactId}. The server's refusal is shown inside the dialog.
-import { useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { ApiError, call } from '../../api/client';
 import { texts } from '../../texts';
+import { Modal } from '../../ui/modal';
 import { contactsTexts as t } from './texts';
 
 export function ContactPrivacy({ base, id, who, onErased }: { base: string; id: string; who: string; onErased: () => void }) {
@@ -61,23 +62,8 @@ export function ContactPrivacy({ base, id, who, onErased }: { base: string; id: 
 }
 
 function EraseDialog(p: { who: string; busy: boolean; error: string; onConfirm: () => void; onCancel: () => void }) {
-  const dialog = useRef<HTMLDialogElement>(null);
-  useLayoutEffect(() => {
-    const d = dialog.current;
-    if (d && !d.open) d.showModal();
-    return () => d?.close();
-  }, []);
   return (
-    <dialog
-      ref={dialog}
-      class="erase-dialog"
-      aria-labelledby="erase-title"
-      aria-describedby="erase-what"
-      onCancel={(e) => {
-        e.preventDefault();
-        p.onCancel();
-      }}
-    >
+    <Modal class="erase-dialog" labelledBy="erase-title" describedBy="erase-what" onCancel={p.onCancel}>
       <h2 id="erase-title">{t.eraseTitle(p.who)}</h2>
       <div id="erase-what">
         <p>{t.eraseIntro}</p>
@@ -104,6 +90,6 @@ function EraseDialog(p: { who: string; busy: boolean; error: string; onConfirm: 
           {t.cancel}
         </button>
       </div>
-    </dialog>
+    </Modal>
   );
 }
