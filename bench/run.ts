@@ -37,9 +37,9 @@ async function main() {
   let server = await startServer(env, process.env.BENCH_ENTRY ? { entry: process.env.BENCH_ENTRY } : {});
   try {
     if (want('me')) server = await meFigures(server);
-    let contactsRps = Number.NaN;
-    if (want('contacts')) contactsRps = await contactFigures(server);
-    if (want('messages')) await messageFigure(server, contactsRps);
+    let floors = { plain: Number.NaN, withAttributes: Number.NaN };
+    if (want('contacts')) floors = await contactFigures(server);
+    if (want('messages')) await messageFigure(server, floors);
     if (want('rss')) await rssFigure(server);
     if (want('cases')) await casesFigure(server);
     if (want('automations')) await automationFigures(server);

@@ -21,8 +21,16 @@ import {
 } from '../lib.js';
 import { record } from '../report.js';
 
+/** The two POST /contacts the send is compared with (issue 30): a plain contact, and one with an attribute. */
+export interface ContactFloors {
+  /** `{phone, name}`: the plainest write of the API. */
+  plain: number;
+  /** `{phone, name, attributes: {plan}}`: the figure below. */
+  withAttributes: number;
+}
+
 /** POST /contacts with a new phone each request, against the same SQL without HTTP. */
-export async function contactFigures(server: Server) {
+export async function contactFigures(server: Server): Promise<ContactFloors> {
   const acc = await benchAccount(server.url, UNLIMITED, 'bench-contacts');
   const http = await load({
     url: `${server.url}/api/v1/contacts`,
@@ -36,6 +44,18 @@ export async function contactFigures(server: Server) {
     ],
   });
   checkClean('POST /contacts', http);
+  // The plainest write, `{phone, name}`: the floor of POST /messages (a send to a new recipient
+  // writes no attributes either).
+  const plain = await load({
+    url: `${server.url}/api/v1/contacts`,
+    method: 'POST',
+    duration: DURATION,
+    connections: CONNECTIONS,
+    pid: server.proc.pid,
+    headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json' },
+    requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ phone: nextPhone(1), name: 'Ana' }) }) }],
+  });
+  checkClean('POST /contacts {phone, name}', plain);
 
   // The floor: the same service code (same SQL, same driver) at the same concurrency, no HTTP,
   // on a database of the same kind opened by this process.
@@ -94,5 +114,16 @@ export async function contactFigures(server: Server) {
     pass: ratio >= 0.5,
     note: `p99 ${http.p99} ms; server CPU ${http.cpuUs?.toFixed(0) ?? '?'} µs/req`,
   });
-  return http.rps;
+  record({
+    figure: 'POST /contacts {phone, name} req/s',
+    value: plain.rps,
+    unit: 'req/s',
+    floor: 'with an attribute, same run',
+    floorValue: http.rps,
+    ratio: plain.rps / http.rps,
+    goal: 'report',
+    pass: null,
+    note: `p99 ${plain.p99} ms; server CPU ${plain.cpuUs?.toFixed(0) ?? '?'} µs/req`,
+  });
+  return { plain: plain.rps, withAttributes: http.rps };
 }
