@@ -13,7 +13,7 @@ const BODY_MS = 600;
 /** Time allowed past a deadline: node:http checks header deadlines every HEADERS_MS / 10, plus a busy machine. */
 const SLACK_MS = 700;
 
-const logLines: { level: number; msg: string }[] = [];
+const logLines: { level: number; msg: string; reqId?: string }[] = [];
 const logStream = new Writable({
   write(chunk, _encoding, done) {
     logLines.push(JSON.parse(String(chunk)));
@@ -182,10 +182,24 @@ describe('"A client that disconnects mid-request is logged at debug, not as an o
     // Every request reached its route (its headers were read) before the clients vanish.
     await until(() => lines().filter((l) => l.msg === 'incoming request').length >= N);
     for (const s of sockets) s.destroy();
-    // Each request's failure is logged once, quietly or not.
-    const handled = () => lines().filter((l) => l.msg === 'request aborted by the client' || l.level >= 50);
-    await until(() => handled().length >= N);
+    // Each request's end is logged, quietly or not: its abort as the client left, or — when the
+    // abort went unnoticed on a busy machine — the server's own body deadline (BODY_MS) closing it.
+    const QUIET = new Set(['request aborted by the client', 'request body not complete in time']);
+    const handled = () =>
+      new Set(
+        lines()
+          .filter((l) => QUIET.has(l.msg) || l.level >= 50)
+          .map((l) => l.reqId),
+      );
+    const seen = () => {
+      const counts = new Map<string, number>();
+      for (const l of lines()) counts.set(`${l.level} ${l.msg}`, (counts.get(`${l.level} ${l.msg}`) ?? 0) + 1);
+      return JSON.stringify([...counts]);
+    };
+    await until(() => handled().size >= N, { what: 'every cut upload logged' }).catch((e: Error) => {
+      throw new Error(`${e.message}; lines: ${seen()}`);
+    });
     expect(lines().filter((l) => l.level >= 40)).toEqual([]);
-    expect(handled()).toHaveLength(N);
+    expect(handled().size).toBe(N);
   });
 });
