@@ -67,7 +67,6 @@ export const streamRoutes: RoutesFn = (app, s) => {
         'X-Accel-Buffering': 'no',
         Connection: 'close',
       });
-      res.write(': connected\n\n');
 
       let closed = false;
       let unsubscribe: (() => void) | null = null;
@@ -146,6 +145,11 @@ export const streamRoutes: RoutesFn = (app, s) => {
         const off = await s.liveEvents.subscribe(accountId, deliver, tokenHash, () => stream.close());
         if (closed) return off();
         unsubscribe = off;
+        // Listening now. A session that ended since it was read (its notification went by before
+        // this process listened) is caught by one more read; later ends arrive as notifications.
+        if ((await sessionValidUntil(s, tokenHash).catch(() => 0)) <= s.clock.ms()) return stream.close();
+        // `connected` means it: every event and session end from here on reaches this stream.
+        res.write(': connected\n\n');
         if (resumeFrom) {
           const missed = await s.db
             .selectFrom('events')

@@ -47,11 +47,14 @@ function openStream(app: TestApp, cookie: string, headers: Record<string, string
       });
       const ended = () => {
         sse.ended = true;
+        resolve(sse);
       };
       res.on('end', ended);
       res.on('close', ended);
       res.on('error', ended);
-      resolve(sse);
+      // Open as the server means it: a refusal at once; a stream once it says `connected`.
+      if (sse.status !== 200) resolve(sse);
+      else res.on('data', () => sse.comments.includes('connected') && resolve(sse));
     });
     req.on('error', reject);
   });
