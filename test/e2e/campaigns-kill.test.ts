@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { runJob } from '../../src/jobs/scheduler.js';
 import { type Runtime, startRuntime } from '../../src/runtime.js';
-import { type FakeGraph, startFakeGraph } from '../fakes/graph.js';
+import { cloudCredentials, type FakeGraph, startFakeGraph } from '../fakes/graph.js';
 import { ADMIN_TOKEN, freshPhone, request, startTestApp } from '../harness.js';
 import { until } from '../poll.js';
 import { serverEnv, spawnServer } from '../server-process.js';
@@ -43,13 +43,7 @@ async function scenario(graph: FakeGraph, dbEnv: Record<string, string>) {
     request(`${first.url}/admin/v1${path}`, method, body, { authorization: `Bearer ${ADMIN_TOKEN}` });
   const acc = (await admin('POST', '/accounts', { name: 'Kill', plan: 'escala' })).body;
   const key = (await admin('POST', `/accounts/${acc.id}/keys`, { name: 'k' })).body.key;
-  const cloud = {
-    phoneNumberId: digits(15),
-    wabaId: digits(15),
-    accessToken: `EAAG${randomBytes(24).toString('base64url')}`,
-    appSecret: randomBytes(16).toString('hex'),
-    verifyToken: `vt-${randomBytes(8).toString('hex')}`,
-  };
+  const cloud = cloudCredentials();
   const number = await admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone: freshPhone(), provider: 'cloud', cloud });
   expect(number.status).toBe(201);
   expect((await admin('PATCH', `/accounts/${acc.id}/phone-numbers/${number.body.id}`, { throughputPerSecond: TIER })).status).toBe(200);

@@ -17,6 +17,7 @@ import { LEASE_MS } from '../../src/channel/inbound-queue.js';
 import { loadConfig } from '../../src/config.js';
 import { newId } from '../../src/lib/ids.js';
 import { startRuntime } from '../../src/runtime.js';
+import { cloudCredentials } from '../fakes/graph.js';
 import { ADMIN_TOKEN, freshPhone, request, type StartOptions, startTestApp, type TestApp } from '../harness.js';
 import { until } from '../poll.js';
 
@@ -72,18 +73,10 @@ interface CloudNumber {
   appSecret: string;
 }
 
-const digits = (n: number) => Array.from(randomBytes(n), (b) => String(b % 10)).join('');
-
 /** An account with a Cloud API number connected through the operator API (operator.md). */
 async function cloudNumber(app: TestApp): Promise<CloudNumber> {
   const acc = await app.createAccount();
-  const cloud = {
-    phoneNumberId: digits(15),
-    wabaId: digits(15),
-    accessToken: `EAAG${randomBytes(24).toString('base64url')}`,
-    appSecret: randomBytes(16).toString('hex'),
-    verifyToken: `vt-${randomBytes(8).toString('hex')}`,
-  };
+  const cloud = cloudCredentials();
   const phone = freshPhone({ spelling: 'digits' });
   const res = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone, name: 'WhatsApp', provider: 'cloud', cloud });
   expect(res.status, JSON.stringify(res.body)).toBe(201);

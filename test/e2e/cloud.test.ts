@@ -3,7 +3,7 @@
 // template sync and template status webhooks.
 import { createHmac, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type FakeGraph, startFakeGraph } from '../fakes/graph.js';
+import { cloudCredentials, type FakeGraph, startFakeGraph } from '../fakes/graph.js';
 import { freshPhone, request, startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 let app: TestApp;
@@ -36,13 +36,7 @@ interface CloudNumber {
 /** An account with a Cloud API number connected through the operator API (operator.md). */
 async function cloudAccount(opts: { wabaId?: string; appSecret?: string } = {}): Promise<CloudNumber> {
   const acc = await app.createAccount();
-  const c = {
-    phoneNumberId: digits(15),
-    wabaId: opts.wabaId ?? digits(15),
-    accessToken: `EAAG${randomBytes(24).toString('base64url')}`,
-    appSecret: opts.appSecret ?? randomBytes(16).toString('hex'),
-    verifyToken: `vt-${randomBytes(8).toString('hex')}`,
-  };
+  const c = cloudCredentials({ wabaId: opts.wabaId, appSecret: opts.appSecret });
   const phone = freshPhone({ spelling: 'digits' });
   const res = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone, name: 'WhatsApp', provider: 'cloud', cloud: c });
   expect(res.status).toBe(201);

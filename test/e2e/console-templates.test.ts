@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMemberFor, haveBrowser, launchBrowser, loginAs, openPage, SHOTS } from '../console.js';
-import { type FakeGraph, startFakeGraph } from '../fakes/graph.js';
+import { cloudCredentials, type FakeGraph, startFakeGraph } from '../fakes/graph.js';
 import { freshPhone, startTestApp, type TestApp } from '../harness.js';
 import { until } from '../poll.js';
 
@@ -117,13 +117,7 @@ describe.skipIf(!haveBrowser)('Plantillas in chromium', () => {
 
   it('on a WhatsApp Cloud number, Sincronizar imports the templates of its WABA and shows their review status as it changes', async () => {
     const acc = await app.createAccount({ name: 'Tienda Cloud' });
-    const c = {
-      phoneNumberId: digits(15),
-      wabaId: digits(15),
-      accessToken: `EAAG${randomBytes(24).toString('base64url')}`,
-      appSecret: randomBytes(16).toString('hex'),
-      verifyToken: `vt-${randomBytes(8).toString('hex')}`,
-    };
+    const c = cloudCredentials();
     const num = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, {
       phone: freshPhone({ spelling: 'digits' }),
       name: 'WhatsApp',

@@ -3,7 +3,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import parsePrometheusTextFormat, { type PromFamily } from 'parse-prometheus-text-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeGraph } from '../fakes/graph.js';
+import { cloudCredentials, startFakeGraph } from '../fakes/graph.js';
 import { startFakeLlm } from '../fakes/llm.js';
 import { type Receiver, startReceiver } from '../fakes/receiver.js';
 import { ADMIN_TOKEN, freshPhone, request, startTestApp, type TestAccount, type TestApp, testNumber } from '../harness.js';
@@ -269,13 +269,7 @@ describe('GET /metrics: the provider', () => {
     try {
       const acc = await cloud.createAccount();
       const digits = (n: number) => Array.from(randomBytes(n), (b) => String(b % 10)).join('');
-      const c = {
-        phoneNumberId: digits(15),
-        wabaId: digits(15),
-        accessToken: `EAAG${randomBytes(24).toString('base64url')}`,
-        appSecret: randomBytes(16).toString('hex'),
-        verifyToken: `vt-${randomBytes(8).toString('hex')}`,
-      };
+      const c = cloudCredentials();
       const number = { phone: freshPhone({ spelling: 'digits' }), name: 'WhatsApp', provider: 'cloud', cloud: c };
       const created = await cloud.admin('POST', `/accounts/${acc.id}/phone-numbers`, number);
       expect(created.status).toBe(201);

@@ -14,7 +14,7 @@ import { sendInDoubtText } from '../../src/http/messages.es-AR.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { IN_DOUBT_MS } from '../../src/messages/reconcile.js';
 import { type Runtime, startRuntime } from '../../src/runtime.js';
-import { type AcceptedSend, type FakeGraph, startFakeGraph } from '../fakes/graph.js';
+import { type AcceptedSend, cloudCredentials, type FakeGraph, startFakeGraph } from '../fakes/graph.js';
 import { ADMIN_TOKEN, freshPhone, type Res, request, startTestApp, type TestApp } from '../harness.js';
 import { until } from '../poll.js';
 import { serverEnv, spawnServer } from '../server-process.js';
@@ -48,13 +48,7 @@ async function cloudAccount(base: string, graph: FakeGraph): Promise<CloudAccoun
   expect(acc.status).toBe(201);
   const key = await admin('POST', `/accounts/${acc.body.id}/keys`, { name: 'k' });
   expect(key.status).toBe(201);
-  const cloud = {
-    phoneNumberId: digits(15),
-    wabaId: digits(15),
-    accessToken: `EAAG${randomBytes(24).toString('base64url')}`,
-    appSecret: randomBytes(16).toString('hex'),
-    verifyToken: `vt-${randomBytes(8).toString('hex')}`,
-  };
+  const cloud = cloudCredentials();
   const number = await admin('POST', `/accounts/${acc.body.id}/phone-numbers`, { phone: freshPhone(), provider: 'cloud', cloud });
   expect(number.status).toBe(201);
   graph.templates.set(cloud.wabaId, [

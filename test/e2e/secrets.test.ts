@@ -16,7 +16,7 @@ import { startRuntime } from '../../src/runtime.js';
 import { Keyring } from '../../src/secrets/keyring.js';
 import { loadKeyring } from '../../src/secrets/load.js';
 import { found, rawBackup } from '../dump.js';
-import { type FakeGraph, startFakeGraph } from '../fakes/graph.js';
+import { cloudCredentials, type FakeGraph, startFakeGraph } from '../fakes/graph.js';
 import { type Receiver, startReceiver } from '../fakes/receiver.js';
 import { ADMIN_TOKEN, freshPhone, request, startTestApp, type TestApp } from '../harness.js';
 import { until } from '../poll.js';
@@ -124,13 +124,7 @@ describe('secrets sealed at rest (privacy-security.md "Secrets at rest")', () =>
     const apiKey = (await app.admin('POST', `/accounts/${acc.id}/keys`, { name: 'k' })).body.key as string;
 
     // A Cloud number: token, app secret, verify token.
-    const cloud = {
-      phoneNumberId: digits(15),
-      wabaId: digits(15),
-      accessToken: `EAAG${randomBytes(24).toString('base64url')}`,
-      appSecret: randomBytes(16).toString('hex'),
-      verifyToken: `vt-${randomBytes(8).toString('hex')}`,
-    };
+    const cloud = cloudCredentials();
     const phone = freshPhone({ spelling: 'digits' });
     const number = await app.admin('POST', `/accounts/${acc.id}/phone-numbers`, { phone, name: 'WhatsApp', provider: 'cloud', cloud });
     expect(number.status, JSON.stringify(number.body)).toBe(201);

@@ -21,7 +21,7 @@ import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LATE_MS, PACE_SHARE } from '../../src/limits/pacer.js';
-import { type FakeGraph, startFakeGraph } from '../fakes/graph.js';
+import { cloudCredentials, type FakeGraph, startFakeGraph } from '../fakes/graph.js';
 import { ADMIN_TOKEN, freshPhone, type Res, request, startTestApp, type TestApp } from '../harness.js';
 import { serverEnv, spawnServer } from '../server-process.js';
 
@@ -92,13 +92,7 @@ async function cloudNumber(on: Server, tier: number | null): Promise<CloudNumber
   const key = await on.admin('POST', `/accounts/${made.body.id}/keys`, { name: 'k' });
   expect(key.status).toBe(201);
   const acc = { id: made.body.id as string, key: key.body.key as string };
-  const c = {
-    phoneNumberId: digits(15),
-    wabaId: digits(15),
-    accessToken: `EAAG${randomBytes(24).toString('base64url')}`,
-    appSecret: randomBytes(16).toString('hex'),
-    verifyToken: `vt-${randomBytes(8).toString('hex')}`,
-  };
+  const c = cloudCredentials();
   const created = await on.admin('POST', `/accounts/${acc.id}/phone-numbers`, {
     phone: freshPhone({ spelling: 'digits' }),
     provider: 'cloud',

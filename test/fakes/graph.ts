@@ -115,6 +115,28 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
+/** A Cloud API number's credentials as the operator connects it (operator.md "Channel numbers"): fresh random ids and secrets. */
+export interface CloudCredentials {
+  phoneNumberId: string;
+  wabaId: string;
+  accessToken: string;
+  appSecret: string;
+  verifyToken: string;
+}
+
+const randomDigits = (n: number) => Array.from(randomBytes(n), (b) => String(b % 10)).join('');
+
+/** New credentials; `over` keeps the ones a test names (a shared WABA, a known app secret); undefined ones are made. */
+export function cloudCredentials(over: { [K in keyof CloudCredentials]?: string | undefined } = {}): CloudCredentials {
+  return {
+    phoneNumberId: over.phoneNumberId ?? randomDigits(15),
+    wabaId: over.wabaId ?? randomDigits(15),
+    accessToken: over.accessToken ?? `EAAG${randomBytes(24).toString('base64url')}`,
+    appSecret: over.appSecret ?? randomBytes(16).toString('hex'),
+    verifyToken: over.verifyToken ?? `vt-${randomBytes(8).toString('hex')}`,
+  };
+}
+
 export async function startFakeGraph(): Promise<FakeGraph> {
   const calls: GraphCall[] = [];
   const queue: SendBehaviour[] = [];
