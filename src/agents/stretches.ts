@@ -185,11 +185,8 @@ export async function endStretch(
   return ended;
 }
 
-/**
- * A team member wrote in the conversation (messages/send.ts, after the message and the team's
- * handling): the running stretch ends as a handoff "Intervino el equipo", without agent.handed_off.
- */
-export async function endStretchByTeam(trx: Trx, conversationId: string, now: Date): Promise<StretchRow | null> {
+/** Ends the conversation's running stretch, if any, as `ending` says; the ended row, or null. */
+export async function endRunningStretch(trx: Trx, conversationId: string, ending: Ending, now: Date): Promise<StretchRow | null> {
   const running = await trx
     .selectFrom('agent_stretches as st')
     .innerJoin('agents as a', 'a.id', 'st.agent_id')
@@ -200,15 +197,15 @@ export async function endStretchByTeam(trx: Trx, conversationId: string, now: Da
     .executeTakeFirst();
   if (!running) return null;
   const { agent_name, agent_review, ...stretch } = running;
-  return endStretch(
-    trx,
-    stretch,
-    { id: stretch.agent_id, name: agent_name, review: agent_review },
-    { by: 'handoff', reason: agentTexts.teamStepped, summary: '', event: false },
-    null,
-    now,
-  );
+  return endStretch(trx, stretch, { id: stretch.agent_id, name: agent_name, review: agent_review }, ending, null, now);
 }
+
+/**
+ * A team member wrote in the conversation (messages/send.ts, after the message and the team's
+ * handling): the running stretch ends as a handoff "Intervino el equipo", without agent.handed_off.
+ */
+export const endStretchByTeam = (trx: Trx, conversationId: string, now: Date): Promise<StretchRow | null> =>
+  endRunningStretch(trx, conversationId, { by: 'handoff', reason: agentTexts.teamStepped, summary: '', event: false }, now);
 
 /**
  * Operator's retry of a stretch parked as a dead letter (admin/dead-letters.ts): running again and

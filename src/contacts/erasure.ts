@@ -5,7 +5,7 @@
 // still add up); their text, variables, transcripts, notes and copies are gone. Each statement is
 // set-based (one per table), so a long history is still a handful of statements.
 import { sql } from 'kysely';
-import { endStretch } from '../agents/stretches.js';
+import { endRunningStretch } from '../agents/stretches.js';
 import { type AuditWho, audit } from '../audit/trail.js';
 import { cancelRunning } from '../automations/cancel.js';
 import type { Trx } from '../db/index.js';
@@ -102,17 +102,9 @@ async function keepOptOut(
  */
 async function stopWhatRuns(trx: Trx, conversationIds: string[], now: Date): Promise<void> {
   if (conversationIds.length === 0) return;
-  for (const conversationId of conversationIds) await cancelRunning(trx, { conversationId }, now);
-  const running = await trx
-    .selectFrom('agent_stretches as st')
-    .innerJoin('agents as a', 'a.id', 'st.agent_id')
-    .selectAll('st')
-    .select(['a.name as agent_name', 'a.review as agent_review'])
-    .where('st.conversation_id', 'in', conversationIds)
-    .where('st.status', '=', 'running')
-    .execute();
-  for (const { agent_name, agent_review, ...stretch } of running) {
-    await endStretch(trx, stretch, { id: stretch.agent_id, name: agent_name, review: agent_review }, { by: 'idle' }, null, now);
+  for (const conversationId of conversationIds) {
+    await cancelRunning(trx, { conversationId }, now);
+    await endRunningStretch(trx, conversationId, { by: 'idle' }, now);
   }
 }
 
