@@ -3,17 +3,8 @@ import { sql } from 'kysely';
 import type { Trx } from '../db/index.js';
 import type { CaseRow } from '../db/types.js';
 import { newId } from '../lib/ids.js';
-import { emitCaseEvent, emitCaseEvents } from './service.js';
-
-export interface OpenCaseInput {
-  accountId: string;
-  conversationId: string;
-  contactId: string;
-  /** Provider timestamp of the inbound message. */
-  at: Date;
-  /** The channel's ad referral of this message, if any. */
-  referral?: { id: string; headline: string; sourceUrl: string };
-}
+import type { NewEvent } from '../webhooks/outbox.js';
+import { caseEventData, casesQuery } from './view.js';
 
 /** api.md §2 "Case" `ad`: the ad that brought the customer, if within the previous 7 days. */
 export const AD_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
@@ -46,11 +37,54 @@ export const openCaseOf = (trx: Trx, conversationId: string): Promise<{ id: stri
   trx.selectFrom('cases').select('id').where('conversation_id', '=', conversationId).where('status', '=', 'open').executeTakeFirst();
 
 /**
- * Inside the inbound transaction, with `open` from lockOpenCase: when the conversation has no
- * open case, opens one in the account's default pipeline's first `open` stage and emits
- * `case.opened`; otherwise updates the open case's lastInboundAt. Either way the message is
- * counted in the case's `inbound_count` (classification runs after the first three: src/
- * classification/queue.ts). Returns the case with its count and reason state.
+ * The open cases of these conversations, locked, by conversation: the inbound path takes them right
+ * after the conversations and before it writes any event (lockOpenCase's set-wise form).
+ */
+export async function lockOpenCases(trx: Trx, conversationIds: string[]): Promise<Map<string, CaseRow>> {
+  if (conversationIds.length === 0) return new Map();
+  const rows = await trx
+    .selectFrom('cases')
+    .selectAll()
+    .where('conversation_id', 'in', conversationIds)
+    .where('status', '=', 'open')
+    .orderBy('id')
+    .forUpdate()
+    .execute();
+  return new Map(rows.map((c) => [c.conversation_id, c]));
+}
+
+/** One inbound message of a round, for its case. */
+export interface InboundCaseInput {
+  conversationId: string;
+  contactId: string;
+  /** The contact was created by this message (it has no earlier case). */
+  contactCreated: boolean;
+  /** Provider timestamp of the inbound message. */
+  at: Date;
+  /** The channel's ad referral of this message, if any. */
+  referral?: { id: string; headline: string; sourceUrl: string };
+  /** The conversation's open case, from lockOpenCases. */
+  open: CaseRow | undefined;
+}
+
+/** The case an inbound message counts in: its id, its inbound messages so far (this one included), its reason state. */
+export interface InboundCase {
+  id: string;
+  inboundCount: number;
+  reasonStatus: string;
+  reasonSource: string | null;
+  /** The case events this message caused, in order (the outbox writes them with the round's others). */
+  events: NewEvent[];
+}
+
+/**
+ * Inside the inbound transaction, for messages of distinct conversations (one round): a
+ * conversation with no open case opens one in the account's default pipeline's first `open` stage
+ * (`case.opened`); an open case counts the message and moves its lastInboundAt. Either way the
+ * message is counted in the case's `inbound_count` (classification runs after the first three:
+ * src/classification/queue.ts). Set-wise: one statement per kind of write, one read of the
+ * pipeline, one of earlier ads, one of the new cases' views for their events. Returns, per input
+ * in order, the case with its count, reason state and events.
  *
  * - The new case also emits `case.stage_changed` when it enters a pipeline stage (api.md §3:
  *   "enters a pipeline"). Without a default pipeline the case has stage null and only
@@ -61,102 +95,124 @@ export const openCaseOf = (trx: Trx, conversationId: string): Promise<{ id: stri
  * - `ad`: this message's referral (if the message is within 7 days), else the latest ad of the
  *   contact's earlier cases when that click is within 7 days of this message.
  */
-/** The case an inbound message counts in: its id, its inbound messages so far (this one included), its reason state. */
-export interface InboundCase {
-  id: string;
-  inboundCount: number;
-  reasonStatus: string;
-  reasonSource: string | null;
-}
+export async function openCasesForInbound(trx: Trx, accountId: string, inputs: InboundCaseInput[], now: Date): Promise<InboundCase[]> {
+  if (inputs.length === 0) return [];
+  const referralOf = (i: InboundCaseInput): StoredAd | null =>
+    i.referral && now.getTime() - i.at.getTime() <= AD_WINDOW_MS ? { ...i.referral, at: i.at.toISOString() } : null;
+  const counted = inputs.filter((i) => i.open && stillOpenAt(i.open, i.at));
+  const expired = inputs.filter((i) => i.open && !stillOpenAt(i.open, i.at));
+  const opening = inputs.filter((i) => !i.open || !stillOpenAt(i.open, i.at));
+  const out = new Map<InboundCaseInput, InboundCase>();
 
-export async function openCaseForInbound(trx: Trx, input: OpenCaseInput, open: CaseRow | undefined, now: Date): Promise<InboundCase> {
-  const at = input.at;
-  const referral: StoredAd | null =
-    input.referral && now.getTime() - at.getTime() <= AD_WINDOW_MS ? { ...input.referral, at: at.toISOString() } : null;
-
-  if (open) {
-    const deadline = open.last_inbound_at.getTime() + open.inactivity_hours * HOUR_MS;
-    if (at.getTime() < deadline) {
-      const counted = await trx
-        .updateTable('cases')
-        .set({
-          last_inbound_at: sql`GREATEST(last_inbound_at, ${at}::timestamptz)`,
-          ...(referral && !open.ad ? { ad: JSON.stringify(referral) } : {}),
-          inbound_count: sql`inbound_count + 1`,
-          updated_at: now,
-        })
-        .where('id', '=', open.id)
-        .returning(['inbound_count', 'reason_status', 'reason_source'])
-        .executeTakeFirstOrThrow();
-      return { id: open.id, inboundCount: counted.inbound_count, reasonStatus: counted.reason_status, reasonSource: counted.reason_source };
+  if (counted.length > 0) {
+    const { rows } = await sql<{ id: string; inbound_count: number; reason_status: string; reason_source: string | null }>`
+      UPDATE cases c SET last_inbound_at = GREATEST(c.last_inbound_at, u.at), ad = COALESCE(c.ad, u.ad),
+        inbound_count = c.inbound_count + 1, updated_at = ${now}
+      FROM unnest(${counted.map((i) => i.open!.id)}::uuid[], ${counted.map((i) => i.at)}::timestamptz[],
+        ${counted.map((i) => jsonOrNull(referralOf(i)))}::jsonb[]) AS u(id, at, ad)
+      WHERE c.id = u.id
+      RETURNING c.id, c.inbound_count, c.reason_status, c.reason_source`.execute(trx);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    for (const i of counted) {
+      const r = byId.get(i.open!.id)!;
+      out.set(i, { id: r.id, inboundCount: r.inbound_count, reasonStatus: r.reason_status, reasonSource: r.reason_source, events: [] });
     }
+  }
+  if (expired.length > 0) {
     await trx
       .updateTable('cases')
       .set({ status: 'closed', closed_at: now, close_reason: 'inactivity', updated_at: now })
-      .where('id', '=', open.id)
+      .where(
+        'id',
+        'in',
+        expired.map((i) => i.open!.id),
+      )
       .execute();
-    await emitCaseEvent(trx, 'case.closed', open.id, now);
   }
 
-  // The default pipeline and its first `open` stage, in one read.
-  const pipeline = await trx
-    .selectFrom('pipelines')
-    .select((eb) => [
-      'pipelines.id',
-      'pipelines.inactivity_hours',
-      eb
-        .selectFrom('stages')
-        .select('stages.id')
-        .whereRef('stages.pipeline_id', '=', 'pipelines.id')
-        .where('stages.kind', '=', 'open')
-        .orderBy('stages.position')
-        .orderBy('stages.id')
-        .limit(1)
-        .as('stage_id'),
-    ])
-    .where('pipelines.account_id', '=', input.accountId)
-    .where('pipelines.is_default', '=', true)
-    .executeTakeFirst();
-  const stage = pipeline?.stage_id ? { id: pipeline.stage_id } : undefined;
-
-  let ad = referral;
-  if (!ad) {
-    const earlier = await trx
-      .selectFrom('cases')
-      .select('ad')
-      .where('contact_id', '=', input.contactId)
-      .where('ad', 'is not', null)
-      .orderBy('opened_at', 'desc')
-      .orderBy('id', 'desc')
+  const fresh: { input: InboundCaseInput; id: string; ad: StoredAd | null }[] = [];
+  let stage: { id: string } | undefined;
+  if (opening.length > 0) {
+    // The default pipeline and its first `open` stage, in one read.
+    const pipeline = await trx
+      .selectFrom('pipelines')
+      .select((eb) => [
+        'pipelines.id',
+        'pipelines.inactivity_hours',
+        eb
+          .selectFrom('stages')
+          .select('stages.id')
+          .whereRef('stages.pipeline_id', '=', 'pipelines.id')
+          .where('stages.kind', '=', 'open')
+          .orderBy('stages.position')
+          .orderBy('stages.id')
+          .limit(1)
+          .as('stage_id'),
+      ])
+      .where('pipelines.account_id', '=', accountId)
+      .where('pipelines.is_default', '=', true)
       .executeTakeFirst();
-    const prev = earlier?.ad as StoredAd | null | undefined;
-    if (prev?.at && at.getTime() - new Date(prev.at).getTime() <= AD_WINDOW_MS) ad = prev;
+    stage = pipeline?.stage_id ? { id: pipeline.stage_id } : undefined;
+
+    // The latest ad of each contact's earlier cases (a contact created by this message has none).
+    const asking = opening.filter((i) => !referralOf(i) && !i.contactCreated).map((i) => i.contactId);
+    const earlier = new Map<string, StoredAd>();
+    if (asking.length > 0) {
+      const { rows } = await sql<{ contact_id: string; ad: StoredAd }>`
+        SELECT DISTINCT ON (contact_id) contact_id, ad FROM cases
+        WHERE contact_id = ANY (${asking}::uuid[]) AND ad IS NOT NULL
+        ORDER BY contact_id, opened_at DESC, id DESC`.execute(trx);
+      for (const r of rows) earlier.set(r.contact_id, r.ad);
+    }
+    for (const i of opening) {
+      let ad = referralOf(i);
+      const prev = earlier.get(i.contactId);
+      if (!ad && prev?.at && i.at.getTime() - new Date(prev.at).getTime() <= AD_WINDOW_MS) ad = prev;
+      fresh.push({ input: i, id: newId(), ad });
+    }
+    await trx
+      .insertInto('cases')
+      .values(
+        fresh.map(({ input: i, id, ad }) => ({
+          id,
+          account_id: accountId,
+          conversation_id: i.conversationId,
+          contact_id: i.contactId,
+          pipeline_id: pipeline?.id ?? null,
+          stage_id: stage?.id ?? null,
+          stage_entered_at: stage ? i.at : null,
+          status: 'open',
+          opened_at: i.at,
+          last_inbound_at: i.at,
+          reason_status: 'pending',
+          inbound_count: 1,
+          handled_by: 'none',
+          inactivity_hours: pipeline?.inactivity_hours ?? 24,
+          ad: ad ? JSON.stringify(ad) : null,
+          created_at: now,
+          updated_at: now,
+        })),
+      )
+      .execute();
   }
 
-  const id = newId();
-  await trx
-    .insertInto('cases')
-    .values({
-      id,
-      account_id: input.accountId,
-      conversation_id: input.conversationId,
-      contact_id: input.contactId,
-      pipeline_id: pipeline?.id ?? null,
-      stage_id: stage?.id ?? null,
-      stage_entered_at: stage ? at : null,
-      status: 'open',
-      opened_at: at,
-      last_inbound_at: at,
-      reason_status: 'pending',
-      inbound_count: 1,
-      handled_by: 'none',
-      inactivity_hours: pipeline?.inactivity_hours ?? 24,
-      ad: ad ? JSON.stringify(ad) : null,
-      created_at: now,
-      updated_at: now,
-    })
-    .execute();
-  // Entering a pipeline is a stage change too (api.md §3): both events show the same new case.
-  await emitCaseEvents(trx, stage ? ['case.opened', 'case.stage_changed'] : ['case.opened'], id, now);
-  return { id, inboundCount: 1, reasonStatus: 'pending', reasonSource: null };
+  // The events' data: the cases as their views show them now, in one read.
+  const shown = [...expired.map((i) => i.open!.id), ...fresh.map((f) => f.id)];
+  const views = new Map<string, Record<string, unknown>>();
+  if (shown.length > 0)
+    for (const row of await casesQuery(trx).where('cases.id', 'in', shown).execute()) views.set(row.id, caseEventData(row));
+  for (const f of fresh) {
+    const i = f.input;
+    const event = (kind: NewEvent['kind'], id: string): NewEvent => ({ accountId, kind, data: views.get(id)! });
+    // Entering a pipeline is a stage change too (api.md §3): both events show the same new case.
+    const events = [
+      ...(i.open ? [event('case.closed', i.open.id)] : []),
+      event('case.opened', f.id),
+      ...(stage ? [event('case.stage_changed', f.id)] : []),
+    ];
+    out.set(i, { id: f.id, inboundCount: 1, reasonStatus: 'pending', reasonSource: null, events });
+  }
+  return inputs.map((i) => out.get(i)!);
 }
+
+const jsonOrNull = (v: unknown): string | null => (v === null ? null : JSON.stringify(v));

@@ -307,8 +307,9 @@ export interface ClassifierResult {
  * A pending case whose classified messages found no reason: reasonStatus `none` (no event). A
  * statement the classification queue also composes into its own (an account without a catalogue).
  */
-export const noReasonSql = (caseId: string, now: Date) =>
-  sql`UPDATE cases SET reason_status = 'none', updated_at = ${now} WHERE id = ${caseId} AND reason_status = 'pending'`;
+export const noReasonSql = (caseIds: string | readonly string[], now: Date) =>
+  sql`UPDATE cases SET reason_status = 'none', updated_at = ${now}
+    WHERE id = ANY (${typeof caseIds === 'string' ? [caseIds] : [...caseIds]}::uuid[]) AND reason_status = 'pending'`;
 
 /**
  * The classifier's write (spec agents.md "Classification and score of cases"), in `trx` with

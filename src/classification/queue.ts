@@ -8,7 +8,6 @@
 // parked as a dead letter (jobs/dead-letters.ts).
 import { sql } from 'kysely';
 import { normalizeText } from '../automations/text.js';
-import type { InboundCase } from '../cases/open.js';
 import { applyClassification, noReasonSql } from '../cases/service.js';
 import type { Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
@@ -28,26 +27,42 @@ export const CLASSIFY_LEASE_MS = 180_000;
 /** Rows claimed per statement (classified concurrently: one per case). */
 const BATCH = 16;
 
+/** A case an inbound message was counted in (cases/open.ts), with that message. */
+export interface CountedMessage {
+  caseId: string;
+  inboundCount: number;
+  reasonStatus: string;
+  reasonSource: string | null;
+  messageId: string;
+}
+
 /**
- * Inside the inbound transaction, after openCaseForInbound counted the message: queues the
- * case's classification when it is one of its first three inbound messages and its reason is
- * still pending (or was set by the classifier: its score follows the next messages). Nothing to
- * do after the third: no statement. Returns whether a row was queued (wake the worker after commit).
+ * Inside the inbound transaction, after openCasesForInbound counted the messages: queues each
+ * case's classification when the message is one of its first three inbound messages and its
+ * reason is still pending (or was set by the classifier: its score follows the next messages).
+ * One statement for the batch, none when nothing is due. An account without a catalogue has
+ * nothing to classify: nothing is queued, and a case's third message sets reasonStatus `none`
+ * right here. Returns whether a row was queued (wake the worker after commit).
  */
-export async function queueClassification(trx: Trx, accountId: string, c: InboundCase, messageId: string, now: Date): Promise<boolean> {
-  if (c.inboundCount > CLASSIFIED_MESSAGES) return false;
-  const classify = c.reasonStatus === 'pending' || (c.reasonStatus === 'set' && c.reasonSource === 'classifier');
-  if (!classify) return false;
-  // One statement: an account without a catalogue has nothing to classify — nothing is queued,
-  // and its case's third message sets reasonStatus `none` right here.
-  const last = c.inboundCount === CLASSIFIED_MESSAGES;
+export async function queueClassifications(trx: Trx, accountId: string, counted: CountedMessage[], now: Date): Promise<boolean> {
+  const due = counted.filter(
+    (c) =>
+      c.inboundCount <= CLASSIFIED_MESSAGES &&
+      (c.reasonStatus === 'pending' || (c.reasonStatus === 'set' && c.reasonSource === 'classifier')),
+  );
+  if (due.length === 0) return false;
+  const last = due.filter((c) => c.inboundCount === CLASSIFIED_MESSAGES).map((c) => c.caseId);
   const { rows } = await sql<{ queued: boolean }>`
     WITH catalogue AS (
       SELECT EXISTS (SELECT 1 FROM reasons WHERE account_id = ${accountId} AND deleted_at IS NULL) AS yes),
     q AS (
       INSERT INTO case_classifications (id, case_id, message_id, nth, run_at, created_at)
-      SELECT ${newId()}, ${c.id}, ${messageId}, ${c.inboundCount}, ${now}, ${now} FROM catalogue WHERE yes),
-    n AS (${noReasonSql(c.id, now)} AND ${last} AND NOT (SELECT yes FROM catalogue))
+      SELECT u.id, u.case_id, u.message_id, u.nth, ${now}, ${now}
+      FROM unnest(${due.map(() => newId())}::uuid[], ${due.map((c) => c.caseId)}::uuid[], ${due.map((c) => c.messageId)}::uuid[],
+        ${due.map((c) => c.inboundCount)}::int[]) AS u(id, case_id, message_id, nth), catalogue
+      WHERE catalogue.yes
+      ORDER BY u.id),
+    n AS (${noReasonSql(last, now)} AND NOT (SELECT yes FROM catalogue))
     SELECT yes AS queued FROM catalogue`.execute(trx);
   return rows[0]?.queued ?? false;
 }

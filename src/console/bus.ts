@@ -23,7 +23,7 @@ const INLINE_MAX_BYTES = 7_800;
 const payload = (
   accountId: RawBuilder<unknown> | string,
   eventId: RawBuilder<unknown> | string,
-  kind: string,
+  kind: RawBuilder<unknown> | string,
   dataText: RawBuilder<unknown>,
 ) => sql`
   CASE WHEN octet_length(${dataText}) <= ${INLINE_MAX_BYTES}
@@ -37,8 +37,8 @@ const payload = (
  */
 export const notifyConsole = (
   accountId: RawBuilder<unknown> | string,
-  eventId: string,
-  kind: string,
+  eventId: RawBuilder<unknown> | string,
+  kind: RawBuilder<unknown> | string,
   dataText: RawBuilder<unknown>,
 ): RawBuilder<unknown> => sql`
   CASE WHEN EXISTS (SELECT 1 FROM members WHERE account_id = ${accountId}::uuid AND status = 'active')

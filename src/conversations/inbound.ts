@@ -1,8 +1,12 @@
-// The inbound path (a customer writes): shared by the sandbox and the Cloud API receiver.
-// One transaction: dedupe on the provider message id → contact (created on first write, with
-// `contact.created`) → conversation and its 24-hour window → the message → `message.received` →
-// opt-out → case. Events go through the outbox, written in that order once every row lock is
-// taken; the dispatcher is woken after commit.
+// The inbound path (customers write): shared by the sandbox, the Cloud API and Instagram receivers.
+// Set-wise (docs/architecture.md "Inbound, set-wise"): a batch of messages is stored in one
+// transaction, one statement per table for the whole batch — dedupe on the provider message id →
+// contacts (created on first write, with `contact.created`) → conversations and their 24-hour
+// windows → open cases locked → messages → automations and agents → opt-outs → cases (opened,
+// counted) and their classification → every event through the outbox in one statement. A
+// customer's messages of one batch are stored in order: the batch runs in rounds, the k-th message
+// of each customer in round k, so no round holds a customer twice. One message (the sandbox) is a
+// batch of one: there is no other path. The dispatcher and the engines are woken after commit.
 //
 // Decisions (see the report / docs): a customer who writes is never refused, so the plan's
 // contact limit does not apply here (api.md §7 lists it only for POST /contacts and sends);
@@ -11,21 +15,21 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { startAllowed } from '../automations/loops.js';
-import { automationForInbound, type InboundForAutomations } from '../automations/triggers.js';
-import { lockOpenCase, openCaseForInbound, stillOpenAt } from '../cases/open.js';
+import { automationForInbound, type InboundForAutomations, type InboundOutcome } from '../automations/triggers.js';
+import { type InboundCaseInput, lockOpenCases, openCasesForInbound, stillOpenAt } from '../cases/open.js';
 import { getSocialAccountRow } from '../channel/social-accounts.js';
-import { queueClassification, wakeClassifier } from '../classification/queue.js';
+import { queueClassifications, wakeClassifier } from '../classification/queue.js';
 import { isOptOutPhrase } from '../contacts/opt-out.js';
-import { contactForInbound, contactView, fillProfileName, fillSocialUsername, markOptedOut } from '../contacts/service.js';
-import type { Trx } from '../db/index.js';
+import { contactView } from '../contacts/service.js';
+import type { Db, Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
-import type { ContactRow, PhoneNumberRow } from '../db/types.js';
-import { ApiError, invalid } from '../http/errors.js';
+import type { ContactRow, ConversationRow, PhoneNumberRow, SocialAccountRow } from '../db/types.js';
+import { ApiError, invalid, type ValidationError } from '../http/errors.js';
+import { newId } from '../lib/ids.js';
 import { canonicalPhone } from '../lib/phone.js';
-import { insertInboundMessage } from '../messages/service.js';
 import type { Services } from '../services.js';
-import { emitEvent } from '../webhooks/outbox.js';
-import { conversationFor, teamTakesCase, touchInboundWindow } from './service.js';
+import { emitEvents, type NewEvent } from '../webhooks/outbox.js';
+import { teamTakesCase } from './service.js';
 
 export interface InboundInput {
   accountId: string;
@@ -62,83 +66,389 @@ export interface InboundResult {
   duplicate: boolean;
 }
 
-/** What the transaction did: `contactCreated` changes GET /me's count; an execution to run now. */
-interface Stored {
-  result: InboundResult;
-  contactCreated: boolean;
-  wakeAutomations: boolean;
-  /** An agent's stretch has a message to answer now. */
-  wakeAgents: boolean;
-  /** A case classification was queued: classify now rather than at the next tick. */
-  wakeClassifier: boolean;
-}
-
-/** Thrown inside the transaction when a concurrent delivery of the same message won: roll back. */
-class AlreadyStored extends Error {}
+/** A message refused alone: its phone is not valid, its number is not the account's, there is none. */
+export type InboundRefusal = ApiError | ValidationError;
 
 /** Reactions do not trigger `message.received` (api.md §6). */
 const SILENT_TYPES = new Set(['reaction']);
 
-/** The number that received it: the one named (of this account) or the account's default. */
-async function receivingNumber(trx: Trx, accountId: string, phoneNumberId: string | null): Promise<PhoneNumberRow | null> {
-  if (phoneNumberId) {
-    const n = await trx
-      .selectFrom('phone_numbers')
-      .selectAll()
-      .where('account_id', '=', accountId)
-      .where('id', '=', phoneNumberId)
-      .executeTakeFirst();
-    if (!n) throw new ApiError('phone_number_not_found');
-    return n;
-  }
-  const n = await trx
-    .selectFrom('phone_numbers')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .orderBy('is_default', 'desc')
-    .orderBy(sql`status = 'connected'`, 'desc')
-    .orderBy('created_at')
-    .orderBy('id')
-    .executeTakeFirst();
-  return n ?? null;
-}
-
-async function existingByWamid(db: Services['db'] | Trx, accountId: string, wamid: string): Promise<InboundResult | null> {
-  const m = await db
-    .selectFrom('messages')
-    .select(['id', 'contact_id', 'conversation_id'])
-    .where('wamid', '=', wamid)
-    .where('account_id', '=', accountId)
-    .where('direction', '=', 'inbound')
-    .executeTakeFirst();
-  return m ? { messageId: m.id, contactId: m.contact_id, conversationId: m.conversation_id, duplicate: true } : null;
-}
-
-/** What the inbound transaction needs besides the input: the customer's key and the dedupe id. */
+/** One message of the batch, checked: the customer's key and the dedupe id. */
 interface Prepared {
+  /** Its place in the batch (results come back in batch order). */
+  index: number;
   input: InboundInput;
   social: boolean;
   key: { phone: string } | { socialchat: string };
+  /** The customer within the account: one per round. */
+  customer: string;
   wamid: string | null;
-  /** An automation's start rate (automations/loops.ts). */
-  admitStart: InboundForAutomations['admitStart'];
+}
+
+/** A message once its number (or social account) is known, as a round stores it. */
+interface Item extends Prepared {
+  number: PhoneNumberRow | null;
+  socialAccount: SocialAccountRow | null;
+  channel: 'whatsapp' | 'socialchat';
+  phoneNumberId: string | null;
+  /** `message.received`'s `to`: the receiving number; on the social channel, the social account's id. */
+  to: string | null;
+  profileName: string | undefined;
+  silent: boolean;
+  messageId: string;
+}
+
+/** What a round wrote for one message. */
+interface Written {
+  contact: ContactRow;
+  created: boolean;
+  conversation: ConversationRow;
+}
+
+/** What the batch's transaction did: per message its result (or a duplicate to look up), and what to wake. */
+interface Stored {
+  results: Map<number, InboundResult | 'raced'>;
+  /** Messages refused alone (their number is not the account's, or it has none). */
+  refused: Map<number, InboundRefusal>;
+  contactsCreated: Set<string>;
+  wakeAutomations: boolean;
+  wakeAgents: boolean;
+  wakeClassifier: boolean;
+}
+
+/** The customer's canonical key and the dedupe id, or the item's refusal. */
+function prepare(input: InboundInput, index: number): Prepared | InboundRefusal {
+  const social = input.socialchat !== undefined && input.socialchat !== '';
+  let key: { phone: string } | { socialchat: string };
+  if (social) key = { socialchat: input.socialchat! };
+  else {
+    const phone = canonicalPhone(input.from ?? '');
+    if (!phone.ok) return invalid(['from'], phone.message);
+    key = { phone: phone.phone };
+  }
+  const wamid = input.providerMessageId ?? (social ? null : `wamid.SBXIN${randomUUID().replace(/-/g, '').toUpperCase()}`);
+  const customer = 'phone' in key ? `p:${key.phone}` : `s:${key.socialchat}`;
+  return { index, input, social, key, customer, wamid };
+}
+
+/** Messages already stored, by wamid, of the batch's accounts (one read). */
+async function storedByWamid(db: Db | Trx, items: Prepared[]): Promise<Map<string, InboundResult>> {
+  const withWamid = items.filter((p) => p.wamid !== null);
+  if (withWamid.length === 0) return new Map();
+  const { rows } = await sql<{ account_id: string; wamid: string; id: string; contact_id: string; conversation_id: string }>`
+    SELECT account_id, wamid, id, contact_id, conversation_id FROM messages
+    WHERE wamid = ANY (${withWamid.map((p) => p.wamid!)}::text[]) AND direction = 'inbound'
+      AND account_id = ANY (${[...new Set(withWamid.map((p) => p.input.accountId))]}::uuid[])`.execute(db);
+  return new Map(
+    rows.map((m) => [
+      `${m.account_id} ${m.wamid}`,
+      { messageId: m.id, contactId: m.contact_id, conversationId: m.conversation_id, duplicate: true },
+    ]),
+  );
+}
+
+/**
+ * Stores a batch of inbound messages (set-wise, one transaction) and answers each in batch order:
+ * its result, or the refusal of that message alone (an invalid phone, a number not of the account,
+ * no number). A failure of the database fails the whole batch: processing it again changes nothing
+ * already stored (wamid dedupe).
+ */
+export async function receiveInboundBatch(s: Services, inputs: readonly InboundInput[]): Promise<(InboundResult | InboundRefusal)[]> {
+  const out: (InboundResult | InboundRefusal | undefined)[] = new Array(inputs.length);
+  const prepared: Prepared[] = [];
+  inputs.forEach((input, i) => {
+    const p = prepare(input, i);
+    if (p instanceof Error) out[i] = p;
+    else prepared.push(p);
+  });
+  // Dedupe: what was stored before, and the same wamid twice in this batch (the first one counts).
+  const before = await storedByWamid(s.db, prepared);
+  const fresh: Prepared[] = [];
+  const firstOf = new Map<string, Prepared>();
+  const repeats: [Prepared, Prepared][] = [];
+  for (const p of prepared) {
+    const k = p.wamid === null ? null : `${p.input.accountId} ${p.wamid}`;
+    const dup = k === null ? undefined : before.get(k);
+    if (dup) out[p.index] = dup;
+    else if (k !== null && firstOf.has(k)) repeats.push([p, firstOf.get(k)!]);
+    else {
+      if (k !== null) firstOf.set(k, p);
+      fresh.push(p);
+    }
+  }
+
+  if (fresh.length > 0) {
+    const now = s.clock.now();
+    const admitStart: InboundForAutomations['admitStart'] = (a) => startAllowed(s, a);
+    const stored = await transaction(s.db, (trx) => storeBatch(trx, fresh, admitStart, now));
+    // A concurrent delivery of the same message won the insert: answered as the duplicate it is.
+    const raced = fresh.filter((p) => stored.results.get(p.index) === 'raced');
+    const found = raced.length > 0 ? await storedByWamid(s.db, raced) : new Map<string, InboundResult>();
+    for (const [index, err] of stored.refused) out[index] = err;
+    for (const p of fresh) {
+      const r = stored.results.get(p.index);
+      if (r === undefined) continue;
+      if (r !== 'raced') out[p.index] = r;
+      // Provider message ids are unique across the channel: one that belongs to another account's
+      // message (or to an outbound one) cannot be this customer's message.
+      else out[p.index] = found.get(`${p.input.accountId} ${p.wamid}`) ?? new ApiError('inbound_wamid_taken');
+    }
+    const received = [...stored.results.values()].filter((r) => r !== 'raced');
+    if (received.length > 0) s.dispatcher.wake();
+    for (const p of fresh) {
+      const r = out[p.index];
+      if (r && !(r instanceof Error) && !r.duplicate) s.metrics.messageReceived(p.social ? 'instagram' : 'whatsapp');
+    }
+    if (stored.wakeAutomations) s.automations.wake();
+    if (stored.wakeAgents) s.agents.wake();
+    if (stored.wakeClassifier) wakeClassifier(s);
+    // GET /me counts the account's contacts; nothing else it shows moves with a message.
+    for (const accountId of stored.contactsCreated) s.accountViews.changed(accountId);
+  }
+  for (const [p, first] of repeats) {
+    const r = out[first.index];
+    out[p.index] = r === undefined || r instanceof Error ? r : { ...r, duplicate: true };
+  }
+  return out.map((r, i) => {
+    if (r === undefined) throw new Error(`inbound message ${i} has no outcome`);
+    return r;
+  });
+}
+
+/** One message: a batch of one. Its refusal is thrown. */
+export async function receiveInbound(s: Services, input: InboundInput): Promise<InboundResult> {
+  const [r] = await receiveInboundBatch(s, [input]);
+  if (r instanceof Error) throw r;
+  return r!;
+}
+
+/**
+ * The batch's transaction. It may run again (a deadlock elsewhere): it only touches the database.
+ * Each account's messages run in rounds (the k-th message of each customer in round k).
+ */
+async function storeBatch(trx: Trx, batch: Prepared[], admitStart: InboundForAutomations['admitStart'], now: Date): Promise<Stored> {
+  const stored: Stored = {
+    results: new Map(),
+    refused: new Map(),
+    contactsCreated: new Set(),
+    wakeAutomations: false,
+    wakeAgents: false,
+    wakeClassifier: false,
+  };
+  const byAccount = new Map<string, Prepared[]>();
+  for (const p of batch) byAccount.set(p.input.accountId, [...(byAccount.get(p.input.accountId) ?? []), p]);
+  for (const [accountId, list] of byAccount) {
+    const items = await resolveReceivers(trx, accountId, list, stored);
+    const rounds: Item[][] = [];
+    const seen = new Map<string, number>();
+    for (const item of items) {
+      const k = seen.get(item.customer) ?? 0;
+      seen.set(item.customer, k + 1);
+      if (k === rounds.length) rounds.push([]);
+      rounds[k]!.push(item);
+    }
+    for (const round of rounds) await storeRound(trx, accountId, round, admitStart, now, stored);
+  }
+  return stored;
+}
+
+/**
+ * The number (or social account) each message reached: the one named, of this account, or the
+ * account's default (one read of the account's numbers). A message whose number is not found is
+ * refused alone.
+ */
+async function resolveReceivers(trx: Trx, accountId: string, list: Prepared[], stored: Stored): Promise<Item[]> {
+  const needNumbers = list.some((p) => !p.social || p.input.phoneNumberId);
+  const numbers = needNumbers
+    ? await trx
+        .selectFrom('phone_numbers')
+        .selectAll()
+        .where('account_id', '=', accountId)
+        .orderBy('is_default', 'desc')
+        .orderBy(sql`status = 'connected'`, 'desc')
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute()
+    : [];
+  const items: Item[] = [];
+  for (const p of list) {
+    const { input, social } = p;
+    // The social channel: the social account that received it (and no number); without one (the
+    // sandbox's account-less social inbound), the number named, if any.
+    const socialAccount = social && input.socialAccountId ? await getSocialAccountRow(trx, accountId, input.socialAccountId) : null;
+    let number: PhoneNumberRow | null = null;
+    if (!socialAccount) {
+      number = input.phoneNumberId ? (numbers.find((n) => n.id === input.phoneNumberId) ?? null) : (numbers[0] ?? null);
+      // Refused alone: the rest of the batch goes on.
+      if (input.phoneNumberId && !number) {
+        stored.refused.set(p.index, new ApiError('phone_number_not_found'));
+        continue;
+      }
+      if (!number && !social) {
+        stored.refused.set(p.index, new ApiError('no_connected_number'));
+        continue;
+      }
+    }
+    const to = socialAccount ? socialAccount.id : social ? (number && input.phoneNumberId ? number.phone : null) : number!.phone;
+    items.push({
+      ...p,
+      number,
+      socialAccount,
+      channel: social ? 'socialchat' : 'whatsapp',
+      phoneNumberId: social ? (input.phoneNumberId ? (number?.id ?? null) : null) : number!.id,
+      to,
+      // Instagram: the profile name when known, else the username, else "Instagram".
+      profileName: socialAccount ? (input.name ?? input.username ?? 'Instagram') : input.name,
+      silent: SILENT_TYPES.has(input.type),
+      messageId: newId(),
+    });
+  }
+  return items;
+}
+
+/** One round: messages of distinct customers of one account, each table written once. */
+async function storeRound(
+  trx: Trx,
+  accountId: string,
+  items: Item[],
+  admitStart: InboundForAutomations['admitStart'],
+  now: Date,
+  stored: Stored,
+): Promise<void> {
+  // Locks in the one order (docs/architecture.md "Lock order"): contacts → conversations → open
+  // cases, all before the messages and the events, whose delivery counter is the last lock.
+  const contacts = await contactsFor(trx, accountId, items, now);
+  const conversations = await conversationsFor(trx, accountId, items, contacts, now);
+  const written = new Map<Item, Written>();
+  for (const item of items) {
+    const c = contacts.get(item.customer)!;
+    written.set(item, { contact: c.contact, created: c.created, conversation: conversations.get(item.customer)! });
+  }
+  const counted = items.filter((i) => !i.silent);
+  const openCases = await lockOpenCases(
+    trx,
+    counted.map((i) => written.get(i)!.conversation.id),
+  );
+
+  const inserted = await insertMessages(trx, accountId, items, written, now);
+  const kept = items.filter((i) => inserted.has(i.messageId));
+  for (const i of items) if (!inserted.has(i.messageId)) stored.results.set(i.index, 'raced');
+
+  // Automations and agents: the input of a running execution, or a trigger (after the messages,
+  // before the events: docs/architecture.md "Lock order").
+  const optOutVia = new Map<Item, 'button' | 'keyword'>();
+  for (const i of kept) {
+    const via = i.input.button?.optOut ? 'button' : !i.silent && isOptOutPhrase(i.input.text) ? 'keyword' : null;
+    if (via) optOutVia.set(i, via);
+  }
+  for (const i of kept) {
+    if (i.silent) continue;
+    const w = written.get(i)!;
+    const open = openCases.get(w.conversation.id);
+    const outcome: InboundOutcome = await automationForInbound(
+      trx,
+      {
+        accountId,
+        conversation: w.conversation,
+        contactId: w.contact.id,
+        number: i.number,
+        socialAccount: i.socialAccount,
+        messageId: i.messageId,
+        text: i.input.text ?? i.input.button?.text ?? null,
+        contactCreated: w.created,
+        openCaseId: open && stillOpenAt(open, i.input.timestamp) ? open.id : null,
+        optOut: optOutVia.has(i),
+        admitStart,
+      },
+      now,
+    );
+    if (outcome && (outcome.kind === 'started' || (outcome.kind === 'input' && outcome.wake))) stored.wakeAutomations = true;
+    if (outcome?.kind === 'agent' && outcome.wake) stored.wakeAgents = true;
+  }
+
+  // Opt-out: the template's opt-out button, or a message that is nothing but an opt-out phrase.
+  const optingOut = kept.filter((i) => optOutVia.has(i) && !written.get(i)!.contact.opted_out);
+  const optedOut =
+    optingOut.length > 0
+      ? await markOptedOut(
+          trx,
+          optingOut.map((i) => written.get(i)!.contact.id),
+          now,
+        )
+      : new Map<string, ContactRow>();
+
+  // Cases: opened or counted; the team's takeover without a case takes the first one; classification.
+  const caseInputs: InboundCaseInput[] = kept
+    .filter((i) => !i.silent)
+    .map((i) => {
+      const w = written.get(i)!;
+      return {
+        conversationId: w.conversation.id,
+        contactId: w.contact.id,
+        contactCreated: w.created,
+        at: i.input.timestamp,
+        ...(i.input.referral ? { referral: i.input.referral } : {}),
+        open: openCases.get(w.conversation.id),
+      };
+    });
+  const cases = await openCasesForInbound(trx, accountId, caseInputs, now);
+  const caseOf = new Map<Item, { id: string; events: NewEvent[] }>();
+  const toClassify: { caseId: string; inboundCount: number; reasonStatus: string; reasonSource: string | null; messageId: string }[] = [];
+  let n = 0;
+  for (const i of kept) {
+    if (i.silent) continue;
+    const c = cases[n++]!;
+    const w = written.get(i)!;
+    caseOf.set(i, { id: c.id, events: c.events });
+    // The team took the conversation over when no case was open: the first case that opens is theirs.
+    if (w.conversation.handling_type === 'team' && w.conversation.handling_case_id === null)
+      await teamTakesCase(trx, w.conversation.id, c.id);
+    toClassify.push({ ...c, caseId: c.id, messageId: i.messageId });
+  }
+  // The case's first three messages are classified (src/classification/queue.ts).
+  if (await queueClassifications(trx, accountId, toClassify, now)) stored.wakeClassifier = true;
+
+  // Every event of the round in one write, each customer's in their order.
+  const events: NewEvent[] = [];
+  for (const i of kept) {
+    const w = written.get(i)!;
+    let contact = w.contact;
+    if (w.created) {
+      events.push({
+        accountId,
+        kind: 'contact.created',
+        data: { source: i.social ? 'socialchat' : 'inbound', contact: contactView(contact) },
+      });
+      stored.contactsCreated.add(accountId);
+    }
+    if (!i.silent) events.push({ accountId, kind: 'message.received', data: receivedData(i, w) });
+    const after = optedOut.get(contact.id);
+    if (after && optingOut.includes(i)) {
+      contact = after;
+      events.push({
+        accountId,
+        kind: 'contact.opted_out',
+        data: { contact: contactView(contact), via: optOutVia.get(i)!, text: i.input.text ?? i.input.button?.text ?? null },
+      });
+    }
+    events.push(...(caseOf.get(i)?.events ?? []));
+    stored.results.set(i.index, { messageId: i.messageId, contactId: contact.id, conversationId: w.conversation.id, duplicate: false });
+  }
+  await emitEvents(trx, events, now);
 }
 
 /** `message.received` data (decisions.md "Event data keys"). */
-function receivedData(
-  p: Prepared,
-  m: { id: string; conversationId: string; to: string | null; contact: ContactRow },
-): Record<string, unknown> {
-  const { input, social, wamid } = p;
+function receivedData(i: Item, w: Written): Record<string, unknown> {
+  const { input, social, wamid } = i;
+  const contact = w.contact;
   return {
-    id: m.id,
+    id: i.messageId,
     ...(social ? { source: 'socialchat' } : { wamid }),
-    conversationId: m.conversationId,
-    to: m.to,
+    conversationId: w.conversation.id,
+    to: i.to,
     contact: {
-      id: m.contact.id,
-      name: m.contact.name,
-      ...(social ? { socialchat: { id: m.contact.socialchat_id, username: m.contact.socialchat_username } } : { phone: m.contact.phone }),
+      id: contact.id,
+      name: contact.name,
+      ...(social ? { socialchat: { id: contact.socialchat_id, username: contact.socialchat_username } } : { phone: contact.phone }),
     },
     type: input.type,
     text: input.text,
@@ -149,154 +459,155 @@ function receivedData(
 }
 
 /**
- * The inbound transaction. Locks in the one order (docs/architecture.md "Lock order"): contact →
- * conversation → open case, all before the message and the first event, whose delivery counter
- * is the last lock. It may run again (a deadlock elsewhere): it only touches the database.
+ * The round's contacts by customer, locked (NO KEY UPDATE: it excludes the other writers of the
+ * contact, not the inserts elsewhere that only reference it): the existing ones read, the missing
+ * ones created with the channel's profile name, an empty name filled by it (a name the business
+ * set is kept), the social channel's username as last reported.
  */
-/** Stores the message and its effects; `contactCreated` tells whether GET /me's contact count changed. */
-async function storeInbound(trx: Trx, p: Prepared, now: Date): Promise<Stored> {
-  const { input, social, wamid } = p;
-  // The social channel: the social account that received it (and no number); without one (the
-  // sandbox's account-less social inbound), the number named, if any.
-  const socialAccount = social && input.socialAccountId ? await getSocialAccountRow(trx, input.accountId, input.socialAccountId) : null;
-  const number = socialAccount ? null : await receivingNumber(trx, input.accountId, input.phoneNumberId);
-  if (!number && !social) throw new ApiError('no_connected_number');
+async function contactsFor(
+  trx: Trx,
+  accountId: string,
+  items: Item[],
+  now: Date,
+): Promise<Map<string, { contact: ContactRow; created: boolean }>> {
+  const phones = items.flatMap((i) => ('phone' in i.key ? [i.key.phone] : []));
+  const socials = items.flatMap((i) => ('socialchat' in i.key ? [i.key.socialchat] : []));
+  const customerOf = (c: ContactRow) => (c.phone !== null ? `p:${c.phone}` : `s:${c.socialchat_id}`);
+  const lock = async (ph: string[], so: string[]) =>
+    (
+      await sql<ContactRow>`
+        SELECT * FROM contacts WHERE account_id = ${accountId}
+          AND (phone = ANY (${ph}::text[]) OR socialchat_id = ANY (${so}::text[]))
+        ORDER BY id FOR NO KEY UPDATE`.execute(trx)
+    ).rows;
+  const found = new Map<string, { contact: ContactRow; created: boolean }>();
+  for (const c of await lock(phones, socials)) found.set(customerOf(c), { contact: c, created: false });
 
-  const found = await contactForInbound(trx, input.accountId, p.key, now);
-  // Instagram: the profile name when known, else the username, else "Instagram".
-  const profileName = socialAccount ? (input.name ?? input.username ?? 'Instagram') : input.name;
-  let contact = await fillProfileName(trx, found.contact, profileName, now);
-  if (social) contact = await fillSocialUsername(trx, contact, input.username, now);
-  const channel = social ? 'socialchat' : 'whatsapp';
-  const phoneNumberId = social ? (input.phoneNumberId ? (number?.id ?? null) : null) : number!.id;
-  const conv = await conversationFor(
-    trx,
-    { accountId: input.accountId, contactId: contact.id, phoneNumberId, channel, socialAccountId: socialAccount?.id ?? null },
-    now,
-  );
-  const conversation = await touchInboundWindow(trx, conv.id, input.timestamp);
-  const silent = SILENT_TYPES.has(input.type);
-  const openCase = silent ? undefined : await lockOpenCase(trx, conversation.id);
-
-  // `to`: the receiving number; on the social channel, the social account's id.
-  const to = socialAccount ? socialAccount.id : social ? (number && input.phoneNumberId ? number.phone : null) : number!.phone;
-  const message = await insertInboundMessage(
-    trx,
-    {
-      account_id: input.accountId,
-      conversation_id: conversation.id,
-      contact_id: contact.id,
-      phone_number_id: phoneNumberId,
-      type: input.type,
-      text: input.text,
-      // A phone column: a social account's id is the event's `to`, not a phone.
-      to_phone: socialAccount ? null : to,
-      wamid,
-      source: social ? 'socialchat' : 'inbound',
-      provider_timestamp: input.timestamp,
-    },
-    now,
-  );
-  if (!message) throw new AlreadyStored();
-
-  // Opt-out: the template's opt-out button, or a message that is nothing but an opt-out phrase.
-  const via = input.button?.optOut ? 'button' : !silent && isOptOutPhrase(input.text) ? 'keyword' : null;
-  // Automations: the input of a running execution, or a trigger (after the message, before the
-  // events: docs/architecture.md "Lock order").
-  const automation = silent
-    ? null
-    : await automationForInbound(
-        trx,
-        {
-          accountId: input.accountId,
-          conversation: conv,
-          contactId: contact.id,
-          number,
-          socialAccount,
-          messageId: message.id,
-          text: input.text ?? input.button?.text ?? null,
-          contactCreated: found.created,
-          openCaseId: openCase && stillOpenAt(openCase, input.timestamp) ? openCase.id : null,
-          optOut: via !== null,
-          admitStart: p.admitStart,
-        },
-        now,
+  const missing = items.filter((i) => !found.has(i.customer));
+  if (missing.length > 0) {
+    const { rows } = await sql<ContactRow>`
+      INSERT INTO contacts (id, account_id, phone, socialchat_id, name, socialchat_username, created_at, updated_at)
+      SELECT id, ${accountId}, phone, social, name, username, ${now}, ${now}
+      FROM unnest(${missing.map(() => newId())}::uuid[], ${missing.map((i) => ('phone' in i.key ? i.key.phone : null))}::text[],
+        ${missing.map((i) => ('socialchat' in i.key ? i.key.socialchat : null))}::text[],
+        ${missing.map((i) => profileNameOf(i) ?? '')}::text[], ${missing.map((i) => usernameOf(i) ?? null)}::text[])
+        AS u(id, phone, social, name, username)
+      ORDER BY id
+      ON CONFLICT DO NOTHING
+      RETURNING *`.execute(trx);
+    for (const c of rows) found.set(customerOf(c), { contact: c, created: true });
+    // Created meanwhile by another writer: read and locked now.
+    const raced = missing.filter((i) => !found.has(i.customer));
+    if (raced.length > 0) {
+      const again = await lock(
+        raced.flatMap((i) => ('phone' in i.key ? [i.key.phone] : [])),
+        raced.flatMap((i) => ('socialchat' in i.key ? [i.key.socialchat] : [])),
       );
-
-  if (found.created) {
-    const data = { source: social ? 'socialchat' : 'inbound', contact: contactView(contact) };
-    await emitEvent(trx, { accountId: input.accountId, kind: 'contact.created', data }, now);
-  }
-  if (!silent) {
-    const data = receivedData(p, { id: message.id, conversationId: conversation.id, to, contact });
-    await emitEvent(trx, { accountId: input.accountId, kind: 'message.received', data }, now);
+      for (const c of again) found.set(customerOf(c), { contact: c, created: false });
+      if (raced.some((i) => !found.has(i.customer))) throw new Error('inbound contact vanished after a conflicting insert');
+    }
   }
 
-  if (via && !contact.opted_out) {
-    contact = await markOptedOut(trx, contact.id, now);
-    const data = { contact: contactView(contact), via, text: input.text ?? input.button?.text ?? null };
-    await emitEvent(trx, { accountId: input.accountId, kind: 'contact.opted_out', data }, now);
+  // An empty name takes the profile name; a changed username is kept.
+  const fill = items.filter((i) => {
+    const f = found.get(i.customer)!;
+    if (f.created) return false;
+    const name = profileNameOf(i);
+    const username = usernameOf(i);
+    return (name !== undefined && f.contact.name === '') || (username !== undefined && f.contact.socialchat_username !== username);
+  });
+  if (fill.length > 0) {
+    const { rows } = await sql<ContactRow>`
+      UPDATE contacts c SET
+        name = CASE WHEN c.name = '' AND u.name IS NOT NULL THEN u.name ELSE c.name END,
+        socialchat_username = COALESCE(u.username, c.socialchat_username),
+        updated_at = ${now}
+      FROM unnest(${fill.map((i) => found.get(i.customer)!.contact.id)}::uuid[], ${fill.map((i) => profileNameOf(i) ?? null)}::text[],
+        ${fill.map((i) => usernameOf(i) ?? null)}::text[]) AS u(id, name, username)
+      WHERE c.id = u.id
+      RETURNING c.*`.execute(trx);
+    for (const c of rows) found.set(customerOf(c), { contact: c, created: false });
   }
-
-  let classify = false;
-  if (!silent) {
-    const at = input.timestamp;
-    const referral = input.referral ? { referral: input.referral } : {};
-    const inCase = await openCaseForInbound(
-      trx,
-      { accountId: input.accountId, conversationId: conversation.id, contactId: contact.id, at, ...referral },
-      openCase,
-      now,
-    );
-    // The team took the conversation over when no case was open: the first case that opens is theirs.
-    if (conv.handling_type === 'team' && conv.handling_case_id === null) await teamTakesCase(trx, conversation.id, inCase.id);
-    // The case's first three messages are classified (src/classification/queue.ts).
-    classify = await queueClassification(trx, input.accountId, inCase, message.id, now);
-  }
-  return {
-    result: { messageId: message.id, contactId: contact.id, conversationId: conversation.id, duplicate: false },
-    contactCreated: found.created,
-    wakeAutomations: automation !== null && (automation.kind === 'started' || (automation.kind === 'input' && automation.wake)),
-    wakeAgents: automation?.kind === 'agent' && automation.wake,
-    wakeClassifier: classify,
-  };
+  return found;
 }
 
-export async function receiveInbound(s: Services, input: InboundInput): Promise<InboundResult> {
-  const social = input.socialchat !== undefined && input.socialchat !== '';
-  let key: { phone: string } | { socialchat: string };
-  if (social) key = { socialchat: input.socialchat! };
-  else {
-    const phone = canonicalPhone(input.from ?? '');
-    if (!phone.ok) throw invalid(['from'], phone.message);
-    key = { phone: phone.phone };
-  }
-  const wamid = input.providerMessageId ?? (social ? null : `wamid.SBXIN${randomUUID().replace(/-/g, '').toUpperCase()}`);
-  if (wamid) {
-    const dup = await existingByWamid(s.db, input.accountId, wamid);
-    if (dup) return dup;
-  }
+const profileNameOf = (i: Item): string | undefined => i.profileName?.trim().slice(0, 120) || undefined;
+const usernameOf = (i: Item): string | undefined => (i.social ? i.input.username?.trim().slice(0, 200) || undefined : undefined);
 
-  const now = s.clock.now();
-  let stored: Stored;
-  try {
-    stored = await transaction(s.db, (trx) => storeInbound(trx, { input, social, key, wamid, admitStart: (a) => startAllowed(s, a) }, now));
-  } catch (err) {
-    if (err instanceof AlreadyStored && wamid) {
-      const dup = await existingByWamid(s.db, input.accountId, wamid);
-      if (dup) return dup;
-      // Provider message ids are unique across the channel: this one belongs to another account's
-      // message (or to an outbound one), so it cannot be this customer's message.
-      throw new ApiError('inbound_wamid_taken');
-    }
-    throw err;
+/**
+ * The round's conversations by customer, locked, their 24-hour windows moved by each message's
+ * timestamp (never back: a late or re-ordered delivery never shrinks it); missing ones created.
+ * Not an upsert: ON CONFLICT DO UPDATE would write a row version and lock it FOR UPDATE (its
+ * columns are the unique key), blocking the messages' key checks.
+ */
+async function conversationsFor(
+  trx: Trx,
+  accountId: string,
+  items: Item[],
+  contacts: Map<string, { contact: ContactRow }>,
+  now: Date,
+): Promise<Map<string, ConversationRow>> {
+  const touch = async (list: Item[]) =>
+    (
+      await sql<ConversationRow & { customer: string }>`
+        UPDATE conversations c SET last_inbound_at = GREATEST(c.last_inbound_at, u.at)
+        FROM unnest(${list.map((i) => i.customer)}::text[], ${list.map((i) => contacts.get(i.customer)!.contact.id)}::uuid[],
+          ${list.map((i) => i.channel)}::text[], ${list.map((i) => i.phoneNumberId)}::uuid[],
+          ${list.map((i) => i.socialAccount?.id ?? null)}::uuid[], ${list.map((i) => i.input.timestamp)}::timestamptz[])
+          AS u(customer, contact_id, channel, number_id, social_id, at)
+        WHERE c.account_id = ${accountId} AND c.contact_id = u.contact_id AND c.channel = u.channel
+          AND c.phone_number_id IS NOT DISTINCT FROM u.number_id AND c.social_account_id IS NOT DISTINCT FROM u.social_id
+        RETURNING c.*, u.customer`.execute(trx)
+    ).rows;
+  const found = new Map<string, ConversationRow>();
+  const keep = (rows: (ConversationRow & { customer: string })[]) => {
+    for (const { customer, ...c } of rows) found.set(customer, c);
+  };
+  keep(await touch(items));
+  const missing = items.filter((i) => !found.has(i.customer));
+  if (missing.length > 0) {
+    const { rows } = await sql<ConversationRow & { customer: string }>`
+      WITH u AS (
+        SELECT * FROM unnest(${missing.map(() => newId())}::uuid[], ${missing.map((i) => i.customer)}::text[],
+          ${missing.map((i) => contacts.get(i.customer)!.contact.id)}::uuid[], ${missing.map((i) => i.channel)}::text[],
+          ${missing.map((i) => i.phoneNumberId)}::uuid[], ${missing.map((i) => i.socialAccount?.id ?? null)}::uuid[],
+          ${missing.map((i) => i.input.timestamp)}::timestamptz[]) AS u(id, customer, contact_id, channel, number_id, social_id, at)),
+      ins AS (
+        INSERT INTO conversations (id, account_id, contact_id, phone_number_id, social_account_id, channel, last_inbound_at, created_at)
+        SELECT id, ${accountId}, contact_id, number_id, social_id, channel, at, ${now} FROM u ORDER BY id
+        ON CONFLICT (account_id, contact_id, channel, phone_number_id, social_account_id) DO NOTHING
+        RETURNING *)
+      SELECT ins.*, u.customer FROM ins JOIN u ON u.id = ins.id`.execute(trx);
+    keep(rows);
+    // Created meanwhile by another writer: locked and moved now.
+    const raced = missing.filter((i) => !found.has(i.customer));
+    if (raced.length > 0) keep(await touch(raced));
+    if (raced.some((i) => !found.has(i.customer))) throw new Error('conversation vanished after a conflicting insert');
   }
-  s.dispatcher.wake();
-  s.metrics.messageReceived(social ? 'instagram' : 'whatsapp');
-  if (stored.wakeAutomations) s.automations.wake();
-  if (stored.wakeAgents) s.agents.wake();
-  if (stored.wakeClassifier) wakeClassifier(s);
-  // GET /me counts the account's contacts; nothing else it shows moves with a message.
-  if (stored.contactCreated) s.accountViews.changed(input.accountId);
-  return stored.result;
+  return found;
+}
+
+/** The round's messages in one insert; returns the ids stored (a wamid stored meanwhile is not). */
+async function insertMessages(trx: Trx, accountId: string, items: Item[], written: Map<Item, Written>, now: Date): Promise<Set<string>> {
+  const { rows } = await sql<{ id: string }>`
+    INSERT INTO messages (id, account_id, conversation_id, contact_id, phone_number_id, type, text, to_phone, wamid, source,
+      provider_timestamp, direction, status, created_at, updated_at)
+    SELECT id, ${accountId}, conversation_id, contact_id, number_id, type, text, to_phone, wamid, source, at, 'inbound', 'received', ${now}, ${now}
+    FROM unnest(${items.map((i) => i.messageId)}::uuid[], ${items.map((i) => written.get(i)!.conversation.id)}::uuid[],
+      ${items.map((i) => written.get(i)!.contact.id)}::uuid[], ${items.map((i) => i.phoneNumberId)}::uuid[],
+      ${items.map((i) => i.input.type)}::text[], ${items.map((i) => i.input.text)}::text[],
+      ${items.map((i) => (i.socialAccount ? null : i.to))}::text[], ${items.map((i) => i.wamid)}::text[],
+      ${items.map((i) => (i.social ? 'socialchat' : 'inbound'))}::text[], ${items.map((i) => i.input.timestamp)}::timestamptz[])
+      AS u(id, conversation_id, contact_id, number_id, type, text, to_phone, wamid, source, at)
+    ORDER BY id
+    ON CONFLICT (wamid) WHERE wamid IS NOT NULL DO NOTHING
+    RETURNING id`.execute(trx);
+  return new Set(rows.map((r) => r.id));
+}
+
+/** The contacts unsubscribed (api.md §3 "Contact opt-out"): no more sends to them. */
+async function markOptedOut(trx: Trx, contactIds: string[], now: Date): Promise<Map<string, ContactRow>> {
+  const { rows } = await sql<ContactRow>`
+    UPDATE contacts SET opted_out = true, updated_at = ${now} WHERE id = ANY (${contactIds}::uuid[]) RETURNING *`.execute(trx);
+  return new Map(rows.map((c) => [c.id, c]));
 }

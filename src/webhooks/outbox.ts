@@ -62,58 +62,106 @@ export function countsAtFirstAttempt(plan: string, limits: Record<string, number
 }
 
 /**
- * Writes the event and its deliveries inside `trx`. Callers wake the dispatcher after commit
- * (`services.dispatcher.wake()`); the dispatcher's poll finds them anyway.
- * One statement when the account has no subscribed URL, two otherwise (three with a delivery
- * limit: the counter row is read and locked); deliveries past the month's quota are
- * recorded as `skipped` (reason `quota`) and never sent.
+ * Writes the event and its deliveries inside `trx`: emitEvents with one event.
+ * Callers wake the dispatcher after commit (`services.dispatcher.wake()`); the dispatcher's poll
+ * finds them anyway.
  */
 export async function emitEvent(trx: Executor, e: NewEvent, now: Date): Promise<string> {
-  const id = newId();
-  // One round trip: the event row, and the account's plan and subscribed URLs.
-  const target = await sql<{ plan: string; limits: Record<string, number | null>; subs: string[] }>`
-    WITH ev AS (
-      INSERT INTO events (id, account_id, kind, data, test, created_at)
-      VALUES (${id}, ${e.accountId}, ${e.kind}, ${eventDataJson(e.data)}::jsonb, ${e.test ?? false}, ${now})
-      RETURNING data::text AS d)
-    SELECT a.plan, a.limits, ARRAY(
-      SELECT w.id::text FROM webhooks w
-      WHERE w.account_id = a.id AND w.enabled AND w.deleted_at IS NULL
-        AND (w.events IS NULL OR ${e.kind} = ANY (w.events))
-        AND (${e.webhookId ?? null}::uuid IS NULL OR w.id = ${e.webhookId ?? null}::uuid)
-      ORDER BY w.id) AS subs, ${e.test ? sql`NULL` : notifyConsole(sql`a.id`, id, e.kind, sql`(SELECT d FROM ev)`)} AS console
-    FROM accounts a WHERE a.id = ${e.accountId}`.execute(trx);
-  const row = target.rows[0];
-  // api.md §1: only plans with the API include webhooks.
-  if (!row || row.subs.length === 0 || !planHasApi(row.plan)) return id;
-
-  const period = quotaPeriod(now);
-  const limit = effectiveLimits(row.plan, row.limits).webhookDeliveriesPerMonth;
-  if (limit === null) {
-    // No quota to keep (countsAtFirstAttempt): the month's count is added when each delivery's
-    // first attempt is recorded. Counting here would hold the account's one counter row locked
-    // until commit, so every writer of the account would queue on it.
-    await insertDeliveries(e, id, row.subs, row.subs.length, now).execute(trx);
-    return id;
-  }
-  // The month's counter row stays locked so concurrent writers of this account queue within the quota.
-  const used = await lockDeliveryCount(trx, e.accountId, period);
-  const allowed = Math.max(0, Math.min(row.subs.length, limit - used));
-  // One round trip: the deliveries and the month's count (the counter row is locked last).
-  await sql`
-    WITH d AS (${insertDeliveries(e, id, row.subs, allowed, now)})
-    ${addUsageCounts(sql`SELECT ${e.accountId}, ${period.start}, ${DELIVERY_QUOTA_RESOURCE}, ${allowed}::int WHERE ${allowed}::int > 0`)}`.execute(
-    trx,
-  );
-  return id;
+  return (await emitEvents(trx, [e], now))[0]!;
 }
 
-/** One delivery per URL: the first `allowed` pending, the rest skipped (quota). */
-function insertDeliveries(e: NewEvent, eventId: string, subs: string[], allowed: number, now: Date) {
-  const rows = subs.map(
-    (webhookId, i) =>
-      sql`(${newId()}::uuid, ${eventId}::uuid, ${webhookId}::uuid, ${e.accountId}::uuid, ${i < allowed ? 'pending' : 'skipped'},
-        ${i < allowed ? null : 'quota'}, ${i < allowed ? now : null}::timestamptz, ${now}::timestamptz, ${now}::timestamptz)`,
+interface Target {
+  n: number;
+  account_id: string;
+  plan: string;
+  limits: Record<string, number | null>;
+  hooks: { id: string; events: string[] | null }[] | null;
+}
+
+/**
+ * Writes events (in this order) and their deliveries inside `trx`, set-wise: one statement writes
+ * every event, notifies the console's streams (in event order, delivered at commit) and reads each
+ * account's plan and enabled URLs; one more writes every delivery of an account without a delivery
+ * limit, two more (the counter row read and locked, then the deliveries and the count) one with a
+ * limit. Deliveries past the month's quota are recorded as `skipped` (reason `quota`) and never sent.
+ * Returns the events' ids, in order.
+ */
+export async function emitEvents(trx: Executor, events: readonly NewEvent[], now: Date): Promise<string[]> {
+  if (events.length === 0) return [];
+  const ids = events.map(() => newId());
+  const accounts = [...new Set(events.map((e) => e.accountId))];
+  const { rows } = await sql<Target>`
+    WITH input AS (
+      SELECT * FROM unnest(${ids}::uuid[], ${events.map((e) => e.accountId)}::uuid[], ${events.map((e) => e.kind)}::text[],
+        ${events.map((e) => eventDataJson(e.data))}::text[], ${events.map((e) => e.test ?? false)}::bool[])
+        WITH ORDINALITY AS u(id, account_id, kind, data, test, n)),
+    ev AS (
+      INSERT INTO events (id, account_id, kind, data, test, created_at)
+      SELECT id, account_id, kind, data::jsonb, test, ${now} FROM input ORDER BY n
+      RETURNING id, account_id, kind, test, data::text AS d),
+    hooks AS (
+      SELECT w.account_id, jsonb_agg(jsonb_build_object('id', w.id, 'events', w.events) ORDER BY w.id) AS list
+      FROM webhooks w WHERE w.account_id = ANY (${accounts}::uuid[]) AND w.enabled AND w.deleted_at IS NULL
+      GROUP BY w.account_id)
+    SELECT i.n::int AS n, a.id AS account_id, a.plan, a.limits, h.list AS hooks,
+      CASE WHEN NOT ev.test THEN ${notifyConsole(sql`ev.account_id`, sql`ev.id`, sql`ev.kind`, sql`ev.d`)} END AS console
+    FROM ev JOIN input i ON i.id = ev.id JOIN accounts a ON a.id = ev.account_id
+    LEFT JOIN hooks h ON h.account_id = ev.account_id
+    ORDER BY i.n`.execute(trx);
+
+  // Each account's deliveries, in event order: (event index, subscribed webhook ids).
+  const byAccount = new Map<string, { row: Target; subs: { event: number; webhooks: string[] }[] }>();
+  for (const row of rows) {
+    const e = events[row.n - 1]!;
+    // api.md §1: only plans with the API include webhooks.
+    if (!row.hooks || !planHasApi(row.plan)) continue;
+    const webhooks = row.hooks
+      .filter((w) => (w.events === null || w.events.includes(e.kind)) && (e.webhookId === undefined || w.id === e.webhookId))
+      .map((w) => w.id);
+    if (webhooks.length === 0) continue;
+    const acc = byAccount.get(row.account_id) ?? { row, subs: [] };
+    acc.subs.push({ event: row.n - 1, webhooks });
+    byAccount.set(row.account_id, acc);
+  }
+  for (const [accountId, { row, subs }] of byAccount) {
+    const total = subs.reduce((sum, x) => sum + x.webhooks.length, 0);
+    const limit = effectiveLimits(row.plan, row.limits).webhookDeliveriesPerMonth;
+    if (limit === null) {
+      // No quota to keep (countsAtFirstAttempt): the month's count is added when each delivery's
+      // first attempt is recorded. Counting here would hold the account's one counter row locked
+      // until commit, so every writer of the account would queue on it.
+      await insertDeliveries(accountId, subs, ids, total, now).execute(trx);
+      continue;
+    }
+    // The month's counter row stays locked so concurrent writers of this account queue within the quota.
+    const period = quotaPeriod(now);
+    const used = await lockDeliveryCount(trx, accountId, period);
+    const allowed = Math.max(0, Math.min(total, limit - used));
+    // One round trip: the deliveries and the month's count (the counter row is locked last).
+    await sql`
+      WITH d AS (${insertDeliveries(accountId, subs, ids, allowed, now)})
+      ${addUsageCounts(sql`SELECT ${accountId}, ${period.start}, ${DELIVERY_QUOTA_RESOURCE}, ${allowed}::int WHERE ${allowed}::int > 0`)}`.execute(
+      trx,
+    );
+  }
+  return ids;
+}
+
+/** One delivery per subscribed URL of each event, in event order: the first `allowed` pending, the rest skipped (quota). */
+function insertDeliveries(
+  accountId: string,
+  subs: { event: number; webhooks: string[] }[],
+  eventIds: string[],
+  allowed: number,
+  now: Date,
+) {
+  let i = 0;
+  const rows = subs.flatMap(({ event, webhooks }) =>
+    webhooks.map((webhookId) => {
+      const pending = i++ < allowed;
+      return sql`(${newId()}::uuid, ${eventIds[event]!}::uuid, ${webhookId}::uuid, ${accountId}::uuid, ${pending ? 'pending' : 'skipped'},
+        ${pending ? null : 'quota'}, ${pending ? now : null}::timestamptz, ${now}::timestamptz, ${now}::timestamptz)`;
+    }),
   );
   return sql`
     INSERT INTO webhook_deliveries (id, event_id, webhook_id, account_id, status, skip_reason, next_attempt_at, created_at, updated_at)

@@ -17,7 +17,7 @@ import { LEASE_MS } from '../../src/channel/inbound-queue.js';
 import { loadConfig } from '../../src/config.js';
 import { newId } from '../../src/lib/ids.js';
 import { startRuntime } from '../../src/runtime.js';
-import { cloudCredentials } from '../fakes/graph.js';
+import { cloudCredentials, startFakeGraph } from '../fakes/graph.js';
 import { ADMIN_TOKEN, freshPhone, request, type StartOptions, startTestApp, type TestApp } from '../harness.js';
 import { until } from '../poll.js';
 
@@ -431,5 +431,87 @@ describe('dead letters (docs/operating.md "Dead letters": nothing held forever, 
     expect(await texts(app, n, ana)).toEqual(['hola']);
     expect(await queued(app)).toEqual([]);
     expect((await app.admin('GET', '/dead-letters')).body.data).toEqual([]);
+  });
+});
+
+describe('"set-wise inbound processing" (issue 30, docs/architecture.md "Inbound, set-wise")', () => {
+  it('a batch mixing known and new customers, a customer writing twice, a re-sent wamid, one already stored and a status: each message stored once and in order, each event once', async () => {
+    const fake = await startFakeGraph();
+    cleanup.push(() => fake.close());
+    const app = await firstProcess({ workers: false, env: { GRAPH_API_URL: fake.url } });
+    const n = await cloudNumber(app);
+    const db = app.rt.services.db;
+    const numberId = (
+      await db.selectFrom('phone_numbers').select('id').where('cloud_phone_number_id', '=', n.graphId).executeTakeFirstOrThrow()
+    ).id;
+    const key = (await app.admin('POST', `/accounts/${n.accountId}/keys`, { name: 'mixed' })).body.key as string;
+    const [known, ana, beto] = [freshPhone({ spelling: 'digits' }), freshPhone({ spelling: 'digits' }), freshPhone({ spelling: 'digits' })];
+
+    // The known customer wrote before (a batch of one) and got an answer through the Cloud API.
+    const first = batch(app, n, [[known, 'hola']]);
+    expect((await post(app, n, first)).status).toBe(200);
+    expect(await drain(app)).toBe(1);
+    const sent = await request(
+      `${app.url}/api/v1/messages`,
+      'POST',
+      { to: known, text: '¡Hola! ¿En qué te ayudo?', phoneNumberId: numberId },
+      {
+        authorization: `Bearer ${key}`,
+      },
+    );
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    const sentWamid = (await db.selectFrom('messages').select('wamid').where('id', '=', sent.body.id).executeTakeFirstOrThrow()).wamid!;
+
+    // One batch: the known customer again, Ana twice (in order), Beto, Ana's first message re-sent
+    // by Meta in the same batch, the known customer's first message re-sent, and the answer delivered.
+    const mixed = batch(app, n, [
+      [known, 'sigo acá'],
+      [ana, 'a1'],
+      [beto, 'b1'],
+      [ana, 'a2'],
+    ]);
+    const value = mixed.entry[0]!.changes[0]!.value as Record<string, any>;
+    const msgs = value.messages as { id: string }[];
+    msgs.push({ ...msgs[1]! }, { ...(first.entry[0]!.changes[0]!.value.messages[0] as { id: string }) });
+    value.statuses = [{ id: sentWamid, status: 'delivered', timestamp: String(Math.floor(app.clock.ms() / 1000)), recipient_id: known }];
+    expect((await post(app, n, mixed)).status).toBe(200);
+    expect(await drain(app)).toBe(1);
+
+    expect(await texts(app, n, known)).toEqual(['hola', 'sigo acá']);
+    expect(await texts(app, n, ana)).toEqual(['a1', 'a2']);
+    expect(await texts(app, n, beto)).toEqual(['b1']);
+    const events = await app.events(n.accountId);
+    const created = events.filter((e) => e.kind === 'contact.created').map((e) => e.data.contact.phone);
+    expect(created.sort()).toEqual([known, ana, beto].sort());
+    const receivedTexts = events.filter((e) => e.kind === 'message.received').map((e) => e.data.text);
+    expect(receivedTexts).toEqual(['hola', 'sigo acá', 'a1', 'b1', 'a2']);
+    // Each new customer's events in their order: contact.created → message.received (each message) → case.opened.
+    for (const [phone, expected] of [
+      [ana, ['contact.created', 'message.received', 'case.opened', 'message.received']],
+      [beto, ['contact.created', 'message.received', 'case.opened']],
+    ] as const) {
+      const contactId = events.find((e) => e.kind === 'contact.created' && e.data.contact.phone === phone)!.data.contact.id;
+      const kinds = events
+        .filter((e) => e.data.contact?.id === contactId || e.data.contactId === contactId)
+        .map((e) => e.kind)
+        .filter((k) => k !== 'case.stage_changed');
+      expect(kinds).toEqual(expected);
+    }
+    const delivered = events.filter((e) => e.kind === 'message.status');
+    expect(delivered.map((e) => [e.data.id, e.data.status])).toEqual([[sent.body.id, 'delivered']]);
+    // One case per conversation: the known customer's and Ana's count both their messages.
+    const cases = await db
+      .selectFrom('cases')
+      .innerJoin('contacts', 'contacts.id', 'cases.contact_id')
+      .select(['contacts.phone', 'cases.inbound_count', 'cases.status'])
+      .where('cases.account_id', '=', n.accountId)
+      .execute();
+    expect(Object.fromEntries(cases.map((c) => [c.phone, [c.inbound_count, c.status]]))).toEqual({
+      [known]: [2, 'open'],
+      [ana]: [2, 'open'],
+      [beto]: [1, 'open'],
+    });
+    expect(events.filter((e) => e.kind === 'case.opened')).toHaveLength(3);
+    expect(await queued(app)).toEqual([]);
   });
 });

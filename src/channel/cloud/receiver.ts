@@ -4,7 +4,7 @@
 // status through the same inbound/status code the sandbox uses. Idempotent (Meta re-sends, the
 // queue retries): messages dedupe on the wamid, statuses only move forward, template updates set a state.
 import { sql } from 'kysely';
-import { receiveInbound } from '../../conversations/inbound.js';
+import { receiveInboundBatch } from '../../conversations/inbound.js';
 import type { Db } from '../../db/index.js';
 import type { PhoneNumberRow } from '../../db/types.js';
 import { ApiError } from '../../http/errors.js';
@@ -245,15 +245,24 @@ export async function processWebhook(
     else statuses.push(item);
   }
 
-  // One customer's messages in payload order; different customers side by side (PostgreSQL runs them in parallel).
-  const byCustomer = new Map<string, ParsedMessage[]>();
-  for (const m of messages) {
-    const k = customerKey(m.graphPhoneNumberId, m.from);
-    byCustomer.set(k, [...(byCustomer.get(k) ?? []), m]);
+  // Every message in one set-wise pass (conversations/inbound.ts), each customer's in payload order.
+  // When that pass fails, each message is tried alone (a batch of one: the same path), so a message
+  // that cannot be stored holds back only itself and its customer's later ones, never its batch-mates.
+  const whole = await guarded(s, { ...outcome }, () => processMessages(s, messages, numbers, outcome));
+  if (whole === undefined && messages.length > 0) {
+    const failedCustomers = new Set<string>();
+    for (const m of messages) {
+      const k = customerKey(m.graphPhoneNumberId, m.from);
+      // A customer whose earlier message failed: their later ones wait with it (order per customer).
+      if (failedCustomers.has(k)) {
+        outcome.failed += 1;
+        continue;
+      }
+      const before = outcome.failed;
+      await guarded(s, outcome, () => processMessages(s, [m], numbers, outcome));
+      if (outcome.failed > before) failedCustomers.add(k);
+    }
   }
-  await eachLimited([...byCustomer.values()], PARALLEL, async (list) => {
-    for (const m of list) await guarded(s, outcome, () => processMessage(s, m, numbers.get(m.graphPhoneNumberId)!, outcome));
-  });
 
   // Several reports of one message in one batch: only the most advanced is applied (api.md §3: one event).
   const byWamid = new Map<string, ParsedStatus[]>();
@@ -294,21 +303,40 @@ async function guarded<T>(s: Services, outcome: ReceiveOutcome, fn: () => Promis
   }
 }
 
-async function processMessage(s: Services, item: ParsedMessage, number: PhoneNumberRow, outcome: ReceiveOutcome): Promise<void> {
-  const r = await receiveInbound(s, {
-    accountId: number.account_id,
-    phoneNumberId: number.id,
-    from: item.from,
-    ...(item.name ? { name: item.name } : {}),
-    providerMessageId: item.wamid,
-    type: item.type,
-    text: item.text,
-    timestamp: item.timestamp,
-    ...(item.button ? { button: item.button } : {}),
-    ...(item.referral ? { referral: item.referral } : {}),
-  });
-  if (r.duplicate) outcome.duplicates += 1;
-  else outcome.messages += 1;
+async function processMessages(
+  s: Services,
+  items: ParsedMessage[],
+  numbers: Map<string, PhoneNumberRow>,
+  outcome: ReceiveOutcome,
+): Promise<true> {
+  if (items.length === 0) return true;
+  const results = await receiveInboundBatch(
+    s,
+    items.map((item) => {
+      const number = numbers.get(item.graphPhoneNumberId)!;
+      return {
+        accountId: number.account_id,
+        phoneNumberId: number.id,
+        from: item.from,
+        ...(item.name ? { name: item.name } : {}),
+        providerMessageId: item.wamid,
+        type: item.type,
+        text: item.text,
+        timestamp: item.timestamp,
+        ...(item.button ? { button: item.button } : {}),
+        ...(item.referral ? { referral: item.referral } : {}),
+      };
+    }),
+  );
+  for (const r of results) {
+    if (r instanceof Error) {
+      // Our own refusal of one message (its phone is not valid): logged and skipped.
+      s.log.warn({ code: r instanceof ApiError ? r.code : 'validation' }, 'cloud webhook item refused');
+      outcome.skipped += 1;
+    } else if (r.duplicate) outcome.duplicates += 1;
+    else outcome.messages += 1;
+  }
+  return true;
 }
 
 async function processStatus(s: Services, item: ParsedStatus, number: PhoneNumberRow, outcome: ReceiveOutcome): Promise<void> {
