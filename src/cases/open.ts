@@ -4,7 +4,7 @@ import type { Trx } from '../db/index.js';
 import type { CaseRow } from '../db/types.js';
 import { newId } from '../lib/ids.js';
 import type { NewEvent } from '../webhooks/outbox.js';
-import { caseEventData, casesQuery } from './view.js';
+import { type CaseJoined, caseEventData, casesQuery } from './view.js';
 
 /** api.md §2 "Case" `ad`: the ad that brought the customer, if within the previous 7 days. */
 export const AD_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
@@ -57,6 +57,8 @@ export async function lockOpenCases(trx: Trx, conversationIds: string[]): Promis
 export interface InboundCaseInput {
   conversationId: string;
   contactId: string;
+  /** The contact's name now (the events show it). */
+  contactName: string;
   /** The contact was created by this message (it has no earlier case). */
   contactCreated: boolean;
   /** Provider timestamp of the inbound message. */
@@ -132,23 +134,27 @@ export async function openCasesForInbound(trx: Trx, accountId: string, inputs: I
 
   const fresh: { input: InboundCaseInput; id: string; ad: StoredAd | null }[] = [];
   let stage: { id: string } | undefined;
+  const views = new Map<string, Record<string, unknown>>();
   if (opening.length > 0) {
     // The default pipeline and its first `open` stage, in one read.
     const pipeline = await trx
       .selectFrom('pipelines')
-      .select((eb) => [
-        'pipelines.id',
-        'pipelines.inactivity_hours',
-        eb
+      .select((eb) => {
+        const firstOpen = eb
           .selectFrom('stages')
-          .select('stages.id')
           .whereRef('stages.pipeline_id', '=', 'pipelines.id')
           .where('stages.kind', '=', 'open')
           .orderBy('stages.position')
           .orderBy('stages.id')
-          .limit(1)
-          .as('stage_id'),
-      ])
+          .limit(1);
+        return [
+          'pipelines.id',
+          'pipelines.name',
+          'pipelines.inactivity_hours',
+          firstOpen.select('stages.id').as('stage_id'),
+          firstOpen.select('stages.name').as('stage_name'),
+        ];
+      })
       .where('pipelines.account_id', '=', accountId)
       .where('pipelines.is_default', '=', true)
       .executeTakeFirst();
@@ -170,7 +176,7 @@ export async function openCasesForInbound(trx: Trx, accountId: string, inputs: I
       if (!ad && prev?.at && i.at.getTime() - new Date(prev.at).getTime() <= AD_WINDOW_MS) ad = prev;
       fresh.push({ input: i, id: newId(), ad });
     }
-    await trx
+    const rows = await trx
       .insertInto('cases')
       .values(
         fresh.map(({ input: i, id, ad }) => ({
@@ -193,14 +199,33 @@ export async function openCasesForInbound(trx: Trx, accountId: string, inputs: I
           updated_at: now,
         })),
       )
+      .returningAll()
       .execute();
+    // The new cases as their views show them (casesQuery's join, from what this pass knows).
+    const nameOf = new Map(fresh.map((f) => [f.id, f.input.contactName]));
+    for (const row of rows) {
+      const joined: CaseJoined = {
+        ...row,
+        contact_name: nameOf.get(row.id) ?? null,
+        pipeline_name: pipeline?.name ?? null,
+        stage_name: stage ? (pipeline?.stage_name ?? null) : null,
+        stage_kind: stage ? 'open' : null,
+      };
+      views.set(row.id, caseEventData(joined));
+    }
   }
 
-  // The events' data: the cases as their views show them now, in one read.
-  const shown = [...expired.map((i) => i.open!.id), ...fresh.map((f) => f.id)];
-  const views = new Map<string, Record<string, unknown>>();
-  if (shown.length > 0)
-    for (const row of await casesQuery(trx).where('cases.id', 'in', shown).execute()) views.set(row.id, caseEventData(row));
+  // The closed cases' data as their views show them now, in one read.
+  if (expired.length > 0) {
+    const closed = await casesQuery(trx)
+      .where(
+        'cases.id',
+        'in',
+        expired.map((i) => i.open!.id),
+      )
+      .execute();
+    for (const row of closed) views.set(row.id, caseEventData(row));
+  }
   for (const f of fresh) {
     const i = f.input;
     const event = (kind: NewEvent['kind'], id: string): NewEvent => ({ accountId, kind, data: views.get(id)! });

@@ -323,10 +323,10 @@ async function storeRound(
     const c = contacts.get(item.customer)!;
     written.set(item, { contact: c.contact, created: c.created, conversation: conversations.get(item.customer)! });
   }
-  const counted = items.filter((i) => !i.silent);
+  // Only a conversation that was there before can have an open case.
   const openCases = await lockOpenCases(
     trx,
-    counted.map((i) => written.get(i)!.conversation.id),
+    items.filter((i) => !i.silent && conversations.get(i.customer)!.existed).map((i) => conversations.get(i.customer)!.id),
   );
 
   const inserted = await insertMessages(trx, accountId, items, written, now);
@@ -384,6 +384,7 @@ async function storeRound(
       return {
         conversationId: w.conversation.id,
         contactId: w.contact.id,
+        contactName: (optedOut.get(w.contact.id) ?? w.contact).name,
         contactCreated: w.created,
         at: i.input.timestamp,
         ...(i.input.referral ? { referral: i.input.referral } : {}),
@@ -460,9 +461,10 @@ function receivedData(i: Item, w: Written): Record<string, unknown> {
 
 /**
  * The round's contacts by customer, locked (NO KEY UPDATE: it excludes the other writers of the
- * contact, not the inserts elsewhere that only reference it): the existing ones read, the missing
- * ones created with the channel's profile name, an empty name filled by it (a name the business
- * set is kept), the social channel's username as last reported.
+ * contact, not the inserts elsewhere that only reference it): the existing ones read and locked and
+ * the missing ones created with the channel's profile name, in one statement; then an empty name
+ * filled by the profile name (a name the business set is kept) and the social channel's username
+ * as last reported, only when one changes.
  */
 async function contactsFor(
   trx: Trx,
@@ -470,43 +472,37 @@ async function contactsFor(
   items: Item[],
   now: Date,
 ): Promise<Map<string, { contact: ContactRow; created: boolean }>> {
-  const phones = items.flatMap((i) => ('phone' in i.key ? [i.key.phone] : []));
-  const socials = items.flatMap((i) => ('socialchat' in i.key ? [i.key.socialchat] : []));
   const customerOf = (c: ContactRow) => (c.phone !== null ? `p:${c.phone}` : `s:${c.socialchat_id}`);
-  const lock = async (ph: string[], so: string[]) =>
-    (
-      await sql<ContactRow>`
-        SELECT * FROM contacts WHERE account_id = ${accountId}
-          AND (phone = ANY (${ph}::text[]) OR socialchat_id = ANY (${so}::text[]))
-        ORDER BY id FOR NO KEY UPDATE`.execute(trx)
-    ).rows;
   const found = new Map<string, { contact: ContactRow; created: boolean }>();
-  for (const c of await lock(phones, socials)) found.set(customerOf(c), { contact: c, created: false });
-
-  const missing = items.filter((i) => !found.has(i.customer));
-  if (missing.length > 0) {
-    const { rows } = await sql<ContactRow>`
-      INSERT INTO contacts (id, account_id, phone, socialchat_id, name, socialchat_username, created_at, updated_at)
-      SELECT id, ${accountId}, phone, social, name, username, ${now}, ${now}
-      FROM unnest(${missing.map(() => newId())}::uuid[], ${missing.map((i) => ('phone' in i.key ? i.key.phone : null))}::text[],
-        ${missing.map((i) => ('socialchat' in i.key ? i.key.socialchat : null))}::text[],
-        ${missing.map((i) => profileNameOf(i) ?? '')}::text[], ${missing.map((i) => usernameOf(i) ?? null)}::text[])
-        AS u(id, phone, social, name, username)
-      ORDER BY id
-      ON CONFLICT DO NOTHING
-      RETURNING *`.execute(trx);
-    for (const c of rows) found.set(customerOf(c), { contact: c, created: true });
-    // Created meanwhile by another writer: read and locked now.
-    const raced = missing.filter((i) => !found.has(i.customer));
-    if (raced.length > 0) {
-      const again = await lock(
-        raced.flatMap((i) => ('phone' in i.key ? [i.key.phone] : [])),
-        raced.flatMap((i) => ('socialchat' in i.key ? [i.key.socialchat] : [])),
-      );
-      for (const c of again) found.set(customerOf(c), { contact: c, created: false });
-      if (raced.some((i) => !found.has(i.customer))) throw new Error('inbound contact vanished after a conflicting insert');
-    }
-  }
+  const lockOrCreate = async (list: Item[]) => {
+    const { rows } = await sql<ContactRow & { created: boolean }>`
+      WITH u AS (
+        SELECT * FROM unnest(${list.map(() => newId())}::uuid[], ${list.map((i) => ('phone' in i.key ? i.key.phone : null))}::text[],
+          ${list.map((i) => ('socialchat' in i.key ? i.key.socialchat : null))}::text[],
+          ${list.map((i) => profileNameOf(i) ?? '')}::text[], ${list.map((i) => usernameOf(i) ?? null)}::text[])
+          AS u(id, phone, social, name, username)),
+      locked AS (
+        SELECT c.* FROM contacts c
+        WHERE c.account_id = ${accountId}
+          AND (c.phone IN (SELECT phone FROM u) OR c.socialchat_id IN (SELECT social FROM u))
+        ORDER BY c.id FOR NO KEY UPDATE),
+      ins AS (
+        INSERT INTO contacts (id, account_id, phone, socialchat_id, name, socialchat_username, created_at, updated_at)
+        SELECT u.id, ${accountId}, u.phone, u.social, u.name, u.username, ${now}, ${now} FROM u
+        WHERE NOT EXISTS (SELECT 1 FROM locked l WHERE l.phone = u.phone OR l.socialchat_id = u.social)
+        ORDER BY u.id
+        ON CONFLICT DO NOTHING
+        RETURNING *)
+      SELECT *, false AS created FROM locked
+      UNION ALL
+      SELECT *, true AS created FROM ins`.execute(trx);
+    for (const { created, ...c } of rows) found.set(customerOf(c), { contact: c, created });
+  };
+  await lockOrCreate(items);
+  // Created meanwhile by another writer (after this statement's snapshot): read and locked now.
+  const raced = items.filter((i) => !found.has(i.customer));
+  if (raced.length > 0) await lockOrCreate(raced);
+  if (items.some((i) => !found.has(i.customer))) throw new Error('inbound contact vanished after a conflicting insert');
 
   // An empty name takes the profile name; a changed username is kept.
   const fill = items.filter((i) => {
@@ -535,10 +531,11 @@ const profileNameOf = (i: Item): string | undefined => i.profileName?.trim().sli
 const usernameOf = (i: Item): string | undefined => (i.social ? i.input.username?.trim().slice(0, 200) || undefined : undefined);
 
 /**
- * The round's conversations by customer, locked, their 24-hour windows moved by each message's
- * timestamp (never back: a late or re-ordered delivery never shrinks it); missing ones created.
- * Not an upsert: ON CONFLICT DO UPDATE would write a row version and lock it FOR UPDATE (its
- * columns are the unique key), blocking the messages' key checks.
+ * The round's conversations by customer, in one statement: the existing ones locked (by the update)
+ * and their 24-hour windows moved by each message's timestamp (never back: a late or re-ordered
+ * delivery never shrinks it), the missing ones created. Not an upsert: ON CONFLICT DO UPDATE would
+ * write a row version and lock it FOR UPDATE (its columns are the unique key), blocking the
+ * messages' key checks. `existed`: the conversation was there before (only then can a case be open).
  */
 async function conversationsFor(
   trx: Trx,
@@ -546,44 +543,38 @@ async function conversationsFor(
   items: Item[],
   contacts: Map<string, { contact: ContactRow }>,
   now: Date,
-): Promise<Map<string, ConversationRow>> {
-  const touch = async (list: Item[]) =>
-    (
-      await sql<ConversationRow & { customer: string }>`
+): Promise<Map<string, ConversationRow & { existed: boolean }>> {
+  const found = new Map<string, ConversationRow & { existed: boolean }>();
+  const touchOrCreate = async (list: Item[]) => {
+    const { rows } = await sql<ConversationRow & { customer: string; existed: boolean }>`
+      WITH u AS (
+        SELECT * FROM unnest(${list.map(() => newId())}::uuid[], ${list.map((i) => i.customer)}::text[],
+          ${list.map((i) => contacts.get(i.customer)!.contact.id)}::uuid[], ${list.map((i) => i.channel)}::text[],
+          ${list.map((i) => i.phoneNumberId)}::uuid[], ${list.map((i) => i.socialAccount?.id ?? null)}::uuid[],
+          ${list.map((i) => i.input.timestamp)}::timestamptz[]) AS u(id, customer, contact_id, channel, number_id, social_id, at)),
+      upd AS (
         UPDATE conversations c SET last_inbound_at = GREATEST(c.last_inbound_at, u.at)
-        FROM unnest(${list.map((i) => i.customer)}::text[], ${list.map((i) => contacts.get(i.customer)!.contact.id)}::uuid[],
-          ${list.map((i) => i.channel)}::text[], ${list.map((i) => i.phoneNumberId)}::uuid[],
-          ${list.map((i) => i.socialAccount?.id ?? null)}::uuid[], ${list.map((i) => i.input.timestamp)}::timestamptz[])
-          AS u(customer, contact_id, channel, number_id, social_id, at)
+        FROM u
         WHERE c.account_id = ${accountId} AND c.contact_id = u.contact_id AND c.channel = u.channel
           AND c.phone_number_id IS NOT DISTINCT FROM u.number_id AND c.social_account_id IS NOT DISTINCT FROM u.social_id
-        RETURNING c.*, u.customer`.execute(trx)
-    ).rows;
-  const found = new Map<string, ConversationRow>();
-  const keep = (rows: (ConversationRow & { customer: string })[]) => {
-    for (const { customer, ...c } of rows) found.set(customer, c);
-  };
-  keep(await touch(items));
-  const missing = items.filter((i) => !found.has(i.customer));
-  if (missing.length > 0) {
-    const { rows } = await sql<ConversationRow & { customer: string }>`
-      WITH u AS (
-        SELECT * FROM unnest(${missing.map(() => newId())}::uuid[], ${missing.map((i) => i.customer)}::text[],
-          ${missing.map((i) => contacts.get(i.customer)!.contact.id)}::uuid[], ${missing.map((i) => i.channel)}::text[],
-          ${missing.map((i) => i.phoneNumberId)}::uuid[], ${missing.map((i) => i.socialAccount?.id ?? null)}::uuid[],
-          ${missing.map((i) => i.input.timestamp)}::timestamptz[]) AS u(id, customer, contact_id, channel, number_id, social_id, at)),
+        RETURNING c.*, u.customer),
       ins AS (
         INSERT INTO conversations (id, account_id, contact_id, phone_number_id, social_account_id, channel, last_inbound_at, created_at)
-        SELECT id, ${accountId}, contact_id, number_id, social_id, channel, at, ${now} FROM u ORDER BY id
+        SELECT u.id, ${accountId}, u.contact_id, u.number_id, u.social_id, u.channel, u.at, ${now} FROM u
+        WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.customer = u.customer)
+        ORDER BY u.id
         ON CONFLICT (account_id, contact_id, channel, phone_number_id, social_account_id) DO NOTHING
         RETURNING *)
-      SELECT ins.*, u.customer FROM ins JOIN u ON u.id = ins.id`.execute(trx);
-    keep(rows);
-    // Created meanwhile by another writer: locked and moved now.
-    const raced = missing.filter((i) => !found.has(i.customer));
-    if (raced.length > 0) keep(await touch(raced));
-    if (raced.some((i) => !found.has(i.customer))) throw new Error('conversation vanished after a conflicting insert');
-  }
+      SELECT *, true AS existed FROM upd
+      UNION ALL
+      SELECT ins.*, u.customer, false AS existed FROM ins JOIN u ON u.id = ins.id`.execute(trx);
+    for (const { customer, ...c } of rows) found.set(customer, c);
+  };
+  await touchOrCreate(items);
+  // Created meanwhile by another writer (after this statement's snapshot): locked and moved now.
+  const raced = items.filter((i) => !found.has(i.customer));
+  if (raced.length > 0) await touchOrCreate(raced);
+  if (items.some((i) => !found.has(i.customer))) throw new Error('conversation vanished after a conflicting insert');
   return found;
 }
 
