@@ -46,7 +46,9 @@ export class JsonRpcHttpError extends Error {
 const LOOPBACK = ['localhost', '127.0.0.1', '[::1]'];
 
 /** Host names this server answers to: the public URL's and loopback (mcp.md; DNS rebinding). */
-const allowedHostnames = (s: Services): string[] => [new URL(s.publicUrl).hostname, ...LOOPBACK];
+const allowedHostnames = (publicUrl: string): string[] => [new URL(publicUrl).hostname, ...LOOPBACK];
+/** The last public URL's host names: parsed again only when it changes (a test app learns its port after listening). */
+let hostnamesOf: { publicUrl: string; hostnames: string[] } = { publicUrl: '', hostnames: [] };
 
 /** The JSON-RPC `tools/call` messages of a body (one message, or a batch). */
 const toolCalls = (messages: JSONRPCMessage[]): { id?: unknown }[] =>
@@ -119,7 +121,8 @@ export const mcpDoor = (s: Services): Door<AppPrincipal> => {
 
 /** Host and Origin (403), before the credential: a page of another site never reaches the token check. */
 export function checkHostAndOrigin(s: Services, req: FastifyRequest): void {
-  const hostnames = allowedHostnames(s);
+  if (hostnamesOf.publicUrl !== s.publicUrl) hostnamesOf = { publicUrl: s.publicUrl, hostnames: allowedHostnames(s.publicUrl) };
+  const { hostnames } = hostnamesOf;
   if (!validateHostHeader(req.headers.host, hostnames).ok) throw new ApiError('mcp_host_refused');
   if (!validateOriginHeader(req.headers.origin, hostnames).ok) throw new ApiError('mcp_origin_refused');
 }
