@@ -6,7 +6,7 @@
 // clients read it: a JSON-RPC error with `id: null` (the request's id for the cap) and the HTTP
 // status of the MCP Streamable HTTP transport, never the REST error shape or a 500 — except the
 // 401 and 403, whose REST shape and WWW-Authenticate challenge are what clients act on.
-import { parseJSONRPCMessage, validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
+import { type JSONRPCMessage, parseJSONRPCMessage, validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorHandler } from '../http/error-handler.js';
 import { ApiError, ValidationError } from '../http/errors.js';
@@ -20,6 +20,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the /mcp door's guards: the connected app that calls, and its account. */
     mcp: AppPrincipal;
+    /** Set by the /mcp door once the body is checked: its JSON-RPC messages as the SDK parsed them. */
+    mcpMessages: JSONRPCMessage[];
   }
 }
 
@@ -29,7 +31,7 @@ const INVALID_REQUEST = -32600;
 const SERVER_ERROR = -32000;
 
 /** A refusal of /mcp: an HTTP status and a JSON-RPC error body. */
-class JsonRpcHttpError extends Error {
+export class JsonRpcHttpError extends Error {
   constructor(
     readonly status: number,
     readonly code: number,
@@ -44,26 +46,35 @@ class JsonRpcHttpError extends Error {
 const LOOPBACK = ['localhost', '127.0.0.1', '[::1]'];
 
 /** Host names this server answers to: the public URL's and loopback (mcp.md; DNS rebinding). */
-const allowedHostnames = (s: Services): string[] => [new URL(s.publicUrl).hostname, ...LOOPBACK];
+const allowedHostnames = (publicUrl: string): string[] => [new URL(publicUrl).hostname, ...LOOPBACK];
+/** The last public URL's host names: parsed again only when it changes (a test app learns its port after listening). */
+let hostnamesOf: { publicUrl: string; hostnames: string[] } = { publicUrl: '', hostnames: [] };
 
-/** The JSON-RPC `tools/call` requests of a body (one message, or a batch). */
-function toolCalls(body: unknown): { id: unknown }[] {
-  const messages = Array.isArray(body) ? body : [body];
-  return messages.filter((m): m is { id: unknown } => !!m && typeof m === 'object' && (m as { method?: unknown }).method === 'tools/call');
-}
+/** The JSON-RPC `tools/call` messages of a body (one message, or a batch). */
+const toolCalls = (messages: JSONRPCMessage[]): { id?: unknown }[] =>
+  messages.filter((m) => 'method' in m && m.method === 'tools/call') as { id?: unknown }[];
 
-function isJsonRpcMessage(m: unknown): boolean {
+/** The message as the SDK parses it (what its transport would hand the server), or null if it is none. */
+function jsonRpcMessage(m: unknown): JSONRPCMessage | null {
   try {
-    parseJSONRPCMessage(m);
-    return true;
+    return parseJSONRPCMessage(m);
   } catch {
-    return false;
+    return null;
   }
 }
 
-/** A JSON-RPC request, notification or response, or a non-empty batch of them (JSON-RPC 2.0 §4–6). */
-const isJsonRpcBody = (body: unknown): boolean =>
-  Array.isArray(body) ? body.length > 0 && body.every(isJsonRpcMessage) : isJsonRpcMessage(body);
+/** A JSON-RPC request, notification or response, or a non-empty batch of them (JSON-RPC 2.0 §4–6): the messages, or null. */
+function jsonRpcMessages(body: unknown): JSONRPCMessage[] | null {
+  const raw = Array.isArray(body) ? body : [body];
+  if (raw.length === 0) return null;
+  const messages: JSONRPCMessage[] = [];
+  for (const m of raw) {
+    const parsed = jsonRpcMessage(m);
+    if (!parsed) return null;
+    messages.push(parsed);
+  }
+  return messages;
+}
 
 export const mcpDoor = (s: Services): Door<AppPrincipal> => {
   const recordUse = appUseRecorder(s);
@@ -90,10 +101,12 @@ export const mcpDoor = (s: Services): Door<AppPrincipal> => {
     async admitBody(req) {
       // No body, or JSON that is no JSON-RPC request: nothing to count or to hand to the SDK.
       if (req.body === undefined) throw new JsonRpcHttpError(400, PARSE_ERROR, textFor('invalid_json'));
-      if (!isJsonRpcBody(req.body)) throw new JsonRpcHttpError(400, INVALID_REQUEST, textFor('mcp_invalid_request'));
+      const messages = jsonRpcMessages(req.body);
+      if (!messages) throw new JsonRpcHttpError(400, INVALID_REQUEST, textFor('mcp_invalid_request'));
+      req.mcpMessages = messages;
       // Only tools/call counts (mcp.md "Per-app minute cap"); initialize and tools/list do not. A
       // batch's calls are counted together or not at all: the one that would pass the cap names the 429.
-      const calls = toolCalls(req.body);
+      const calls = toolCalls(messages);
       if (calls.length === 0) return;
       const { app, caps } = req.mcp;
       const admitted = await s.limiter.admitMcpCalls(caps, app.id, calls.length);
@@ -108,7 +121,8 @@ export const mcpDoor = (s: Services): Door<AppPrincipal> => {
 
 /** Host and Origin (403), before the credential: a page of another site never reaches the token check. */
 export function checkHostAndOrigin(s: Services, req: FastifyRequest): void {
-  const hostnames = allowedHostnames(s);
+  if (hostnamesOf.publicUrl !== s.publicUrl) hostnamesOf = { publicUrl: s.publicUrl, hostnames: allowedHostnames(s.publicUrl) };
+  const { hostnames } = hostnamesOf;
   if (!validateHostHeader(req.headers.host, hostnames).ok) throw new ApiError('mcp_host_refused');
   if (!validateOriginHeader(req.headers.origin, hostnames).ok) throw new ApiError('mcp_origin_refused');
 }

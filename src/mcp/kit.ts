@@ -1,7 +1,7 @@
 // What every MCP tool shares (mcp.md "Tools"): its zod schema listed as JSON Schema, its
 // arguments checked by the same zod schema with the Spanish texts of a REST 400, its result
 // (`structuredContent` = the REST JSON, plus a short text), and refusals as `isError` results.
-import type { CallToolResult, McpServer, StandardSchemaWithJSON } from '@modelcontextprotocol/server';
+import type { AuthInfo, CallToolResult, McpServer, ServerContext, StandardSchemaWithJSON } from '@modelcontextprotocol/server';
 import type { FastifyBaseLogger } from 'fastify';
 import type { z } from 'zod';
 import type { AccountRow, By } from '../db/types.js';
@@ -24,8 +24,8 @@ export interface ToolCaller {
 type ToolResult = CallToolResult;
 
 /**
- * The schema as the SDK lists it (its JSON Schema, converted once per process: a server is built
- * per request), with a validation that lets every value through: the tool parses with the zod
+ * The schema as the SDK lists it (its JSON Schema, converted once per process, not once per
+ * server of the pool), with a validation that lets every value through: the tool parses with the zod
  * schema itself, so a refusal reads like a REST 400 (the SDK's own check answers in English).
  */
 function listed(schema: z.ZodType): StandardSchemaWithJSON {
@@ -95,11 +95,25 @@ export interface ToolDef<S extends z.ZodType> extends ToolSpec<S> {
   listed: StandardSchemaWithJSON;
 }
 
-/** A tool definition (built once per process; registered on each request's server). */
+/** A tool definition (built once per process; registered on each server of the pool). */
 export const tool = <S extends z.ZodType>(spec: ToolSpec<S>): ToolDef<S> => ({ ...spec, listed: listed(spec.input) });
 
-/** Registers the tools on a request's server, bound to its caller. */
-export function registerTools(server: McpServer, caller: ToolCaller, defs: readonly ToolDef<z.ZodType>[]): void {
+/**
+ * The request's caller as the SDK carries it to the tools (`authInfo`, pass-through: the SDK
+ * reads none of it). A server of the pool serves every app, so a tool knows its caller only
+ * from here, never from the server it runs on.
+ */
+export const callerInfo = (appId: string, caller: ToolCaller): AuthInfo => ({ token: '', clientId: appId, scopes: [], extra: { caller } });
+
+function callerOf(ctx: ServerContext): ToolCaller {
+  const caller = ctx.http?.authInfo?.extra?.caller as ToolCaller | undefined;
+  // Only /mcp delivers messages to these servers, always with a caller: without one, refuse (500).
+  if (!caller) throw new Error('MCP tool call without a caller');
+  return caller;
+}
+
+/** Registers the tools on a server of the pool: each reads its caller from the request. */
+export function registerTools(server: McpServer, defs: readonly ToolDef<z.ZodType>[]): void {
   for (const def of defs) {
     server.registerTool(
       def.name,
@@ -108,7 +122,8 @@ export function registerTools(server: McpServer, caller: ToolCaller, defs: reado
         inputSchema: def.listed,
         annotations: { readOnlyHint: def.readOnly, destructiveHint: false, openWorldHint: false },
       },
-      async (raw: unknown) => {
+      async (raw: unknown, ctx: ServerContext) => {
+        const caller = callerOf(ctx);
         const parsed = def.input.safeParse(raw ?? {});
         if (!parsed.success) return { isError: true, content: [{ type: 'text', text: problemsText(problemsOf(parsed.error.issues)) }] };
         try {
