@@ -3,12 +3,13 @@
 // fresh database per server), else PGlite in a temporary DATA_DIR; Redis counters when REDIS_URL
 // is set. `BENCH_ONLY=me,contacts` runs some figures only (`BENCH_ONLY=mcp`: the MCP tool call; `BENCH_ONLY=receiver`: the WhatsApp Cloud receiver;
 // `BENCH_ONLY=metrics`: GET /me with metrics on vs off; `BENCH_ONLY=console`: the console's live stream;
-// `BENCH_ONLY=contacts-import`: a 100,000-row contact CSV import and GET /me meanwhile; `BENCH_ONLY=secrets`:
+// `BENCH_ONLY=contacts-import`: a 100,000-row contact CSV import and GET /me meanwhile; `BENCH_ONLY=board`: the console's Casos board with 10,000 open cases, in chromium; `BENCH_ONLY=secrets`:
 // POST /messages through the Cloud provider with sealed credentials against plain ones, PostgreSQL only).
 // Speed is measured here, never asserted in timed tests (docs/performance.md).
 import { cpus } from 'node:os';
 import { agentFigures } from './figures/agents.js';
 import { automationFigures } from './figures/automations.js';
+import { boardFigure } from './figures/board.js';
 import { campaignFigures } from './figures/campaigns.js';
 import { casesFigure } from './figures/cases.js';
 import { consoleStreamFigure } from './figures/console.js';
@@ -54,6 +55,7 @@ async function main() {
   if (want('agents')) await agentFigures();
   if (want('campaigns')) await campaignFigures();
   if (want('console')) await consoleStreamFigure();
+  if (want('board')) await boardFigure();
   if (want('contacts-import')) await contactImportFigures();
   if (want('secrets')) await secretsFigure();
   removeTempDirs();
