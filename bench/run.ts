@@ -35,7 +35,12 @@ async function main() {
   const want = (name: string) => !only || only.includes(name);
   const { env, db } = await serverEnv('bench');
   // BENCH_ENTRY: another build's dist/cli/main.js (A/B runs of one change).
-  let server = await startServer(env, process.env.BENCH_ENTRY ? { entry: process.env.BENCH_ENTRY } : {});
+  // BENCH_NODE_ARGS: flags for the server's node (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+  const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean);
+  let server = await startServer(env, {
+    ...(process.env.BENCH_ENTRY ? { entry: process.env.BENCH_ENTRY } : {}),
+    ...(nodeArgs ? { nodeArgs } : {}),
+  });
   try {
     if (want('me')) server = await meFigures(server);
     let floors = { plain: Number.NaN, withAttributes: Number.NaN };

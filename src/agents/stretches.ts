@@ -66,18 +66,21 @@ export async function startStretch(trx: Trx, n: NewStretch, now: Date): Promise<
 }
 
 /**
- * The inbound statement's step for the conversation's running stretch (automations/triggers.ts
- * composes it as a WITH clause): it learns a message came in (`pending`, `last_activity_at`) and
- * is due at once when no runner holds it — unless `unless` finds a row (a running execution takes
- * the message instead). Returns the stretch's id and claim.
+ * The inbound statement's step for the running stretches of the conversations in CTE `from`
+ * (column `cid`; automations/triggers.ts composes it as a WITH clause): each learns a message came
+ * in (`pending`, `last_activity_at`) and is due at once when no runner holds it — unless CTE
+ * `running` has a row of its conversation (`conversation_id`: a running execution takes the message
+ * instead). Returns each stretch's id, claim and conversation.
  */
-export const stretchMessageSql = (conversationId: string, now: Date, unless: RawBuilder<unknown>) => sql`
-      UPDATE agent_stretches
+export const stretchMessagesSql = (from: string, running: string, now: Date) => sql`
+      UPDATE agent_stretches st
       SET pending = true, last_activity_at = ${now},
-          run_at = CASE WHEN claim IS NULL THEN ${now}::timestamptz ELSE run_at END,
+          run_at = CASE WHEN st.claim IS NULL THEN ${now}::timestamptz ELSE st.run_at END,
           updated_at = ${now}
-      WHERE conversation_id = ${conversationId} AND status = 'running' AND NOT EXISTS (${unless})
-      RETURNING id, claim`;
+      FROM ${sql.table(from)} f
+      WHERE st.conversation_id = f.cid AND st.status = 'running'
+        AND NOT EXISTS (SELECT 1 FROM ${sql.table(running)} r WHERE r.conversation_id = f.cid)
+      RETURNING st.id, st.claim, st.conversation_id`;
 
 /**
  * How a stretch ends. `data`: the goal's fields obtained (all the required ones on a goal; on a

@@ -6,7 +6,7 @@
 // else a first_message automation for a contact's first message, else the receiving number's
 // agent (when active) starts a stretch.
 import { sql } from 'kysely';
-import { startStretch, stretchMessageSql } from '../agents/stretches.js';
+import { startStretch, stretchMessagesSql } from '../agents/stretches.js';
 import type { Trx } from '../db/index.js';
 import type { AgentRow, AutomationRow, ConversationRow, PhoneNumberRow, SocialAccountRow } from '../db/types.js';
 import { insertExecution } from './executions.js';
@@ -41,68 +41,99 @@ export type InboundOutcome =
   | { kind: 'agent'; stretchId: string; wake: boolean }
   | null;
 
+/** What the round's one statement read (and moved) for one conversation. */
+interface Read {
+  kind: 'execution' | 'stretch' | 'candidates' | 'agent';
+  conversation_id: string | null;
+  id: string | null;
+  claim: string | null;
+  state: string | null;
+  data: unknown;
+}
+
 /**
- * Called after the message is stored and before the events (docs/architecture.md "Lock order":
- * the execution row comes after the conversation, the case and the message).
+ * Called after the messages are stored and before the events (docs/architecture.md "Lock order":
+ * the execution row comes after the conversation, the case and the message), for messages of
+ * distinct conversations of one account (one round of the inbound path). One statement for all of
+ * them: a running execution takes its conversation's message as input (a parked `ask` is due at
+ * once; one a runner holds finds `inputs_pending` when it parks: the row lock orders the two
+ * writes); a running stretch learns the same way (`pending`; at rest it is due at once); and the
+ * automations that could start and the numbers' agents are read. Then one insert for every
+ * execution's input; a start writes its own execution or stretch. Returns each message's outcome.
  */
-export async function automationForInbound(trx: Trx, m: InboundForAutomations, now: Date): Promise<InboundOutcome> {
-  // 1. A running execution takes the message as input. A parked `ask` is due at once; one a runner
-  //    holds finds `inputs_pending` when it parks (the row lock orders the two writes). The same
-  //    statement reads the automations that could start when none runs (one round trip: this is
-  //    every inbound message's path).
-  //    A running stretch gets the message the same way: `pending` tells a runner holding it that
-  //    a message came in; at rest it is due at once.
-  const c = m.conversation;
-  const numberAgent = m.socialAccount ? m.socialAccount.agent_id : (m.number?.agent_id ?? null);
-  const { rows } = await sql<{
-    kind: 'execution' | 'stretch' | 'candidates' | 'agent';
-    id: string | null;
-    claim: string | null;
-    state: string | null;
-    data: unknown;
-  }>`
-    WITH running AS (
-      UPDATE automation_executions
-      SET inputs_pending = inputs_pending + 1,
-          run_at = CASE WHEN claim IS NULL AND state = 'asked' THEN ${now}::timestamptz ELSE run_at END,
+export async function automationsForInbound(trx: Trx, ms: InboundForAutomations[], now: Date): Promise<InboundOutcome[]> {
+  if (ms.length === 0) return [];
+  const accountId = ms[0]!.accountId;
+  const agentOf = (m: InboundForAutomations) => (m.socialAccount ? m.socialAccount.agent_id : (m.number?.agent_id ?? null));
+  const agentIds = [...new Set(ms.map(agentOf).filter((a): a is string => a !== null))];
+  const { rows } = await sql<Read>`
+    WITH f AS (SELECT * FROM unnest(${ms.map((m) => m.conversation.id)}::uuid[]) AS f(cid)),
+    running AS (
+      UPDATE automation_executions e
+      SET inputs_pending = e.inputs_pending + 1,
+          run_at = CASE WHEN e.claim IS NULL AND e.state = 'asked' THEN ${now}::timestamptz ELSE e.run_at END,
           updated_at = ${now}
-      WHERE conversation_id = ${c.id} AND status = 'running'
-      RETURNING id, claim, state),
-    stretch AS (${stretchMessageSql(c.id, now, sql`SELECT 1 FROM running`)})
-    SELECT 'execution' AS kind, r.id, r.claim, r.state, NULL::jsonb AS data FROM running r
+      FROM f
+      WHERE e.conversation_id = f.cid AND e.status = 'running'
+      RETURNING e.id, e.claim, e.state, e.conversation_id),
+    stretch AS (${stretchMessagesSql('f', 'running', now)})
+    SELECT 'execution' AS kind, r.conversation_id, r.id, r.claim, r.state, NULL::jsonb AS data FROM running r
     UNION ALL
-    SELECT 'stretch', st.id, st.claim, NULL, NULL FROM stretch st
+    SELECT 'stretch', st.conversation_id, st.id, st.claim, NULL, NULL FROM stretch st
     UNION ALL
-    SELECT 'candidates', NULL, NULL, NULL, COALESCE(jsonb_agg(jsonb_build_object(
+    SELECT 'candidates', NULL, NULL, NULL, NULL, COALESCE(jsonb_agg(jsonb_build_object(
         'id', a.id, 'name', a.name, 'account_id', a.account_id, 'trigger', a.trigger,
         'phone_number_id', a.phone_number_id, 'first_step_id', a.steps->0->>'id', 'starts_per_minute', a.starts_per_minute)
         ORDER BY a.created_at, a.id), '[]'::jsonb)
     FROM automations a
-    WHERE NOT EXISTS (SELECT 1 FROM running) AND NOT EXISTS (SELECT 1 FROM stretch)
-      AND a.account_id = ${m.accountId} AND a.status = 'active'
+    WHERE a.account_id = ${accountId} AND a.status = 'active'
       AND a.deleted_at IS NULL AND a.trigger->>'type' IN ('keyword', 'first_message')
     UNION ALL
-    SELECT 'agent', ag.id, NULL, NULL, jsonb_build_object('id', ag.id, 'name', ag.name, 'version', ag.version)
+    SELECT 'agent', NULL, ag.id, NULL, NULL, jsonb_build_object('id', ag.id, 'name', ag.name, 'version', ag.version)
     FROM agents ag
-    WHERE ${numberAgent}::uuid IS NOT NULL AND ag.id = ${numberAgent}::uuid AND ag.status = 'active' AND ag.deleted_at IS NULL
-      AND NOT EXISTS (SELECT 1 FROM running) AND NOT EXISTS (SELECT 1 FROM stretch)`.execute(trx);
-  const running = rows.find((r) => r.kind === 'execution');
-  if (running?.id) {
-    await trx
-      .insertInto('automation_inputs')
-      .values({ execution_id: running.id, message_id: m.messageId, text: m.text, created_at: now })
-      .execute();
-    return { kind: 'input', executionId: running.id, wake: running.claim === null && running.state === 'asked' };
+    WHERE ag.id = ANY (${agentIds}::uuid[]) AND ag.status = 'active' AND ag.deleted_at IS NULL`.execute(trx);
+  const candidates = (rows.find((r) => r.kind === 'candidates')?.data as Candidate[] | null) ?? [];
+  const agents = new Map(rows.filter((r) => r.kind === 'agent').map((r) => [r.id!, r.data as Pick<AgentRow, 'id' | 'name' | 'version'>]));
+  const outcomes: InboundOutcome[] = [];
+  const inputs: { execution_id: string; message_id: string; text: string | null; created_at: Date }[] = [];
+  for (const m of ms) {
+    const mine = rows.filter((r) => r.conversation_id === m.conversation.id);
+    const running = mine.find((r) => r.kind === 'execution');
+    if (running?.id) {
+      inputs.push({ execution_id: running.id, message_id: m.messageId, text: m.text, created_at: now });
+      outcomes.push({ kind: 'input', executionId: running.id, wake: running.claim === null && running.state === 'asked' });
+      continue;
+    }
+    const stretch = mine.find((r) => r.kind === 'stretch');
+    if (stretch?.id) {
+      outcomes.push({ kind: 'agent', stretchId: stretch.id, wake: stretch.claim === null });
+      continue;
+    }
+    const agentId = agentOf(m);
+    outcomes.push(await startForInbound(trx, m, candidates, agentId ? agents.get(agentId) : undefined, now));
   }
-  const stretch = rows.find((r) => r.kind === 'stretch');
-  if (stretch?.id) return { kind: 'agent', stretchId: stretch.id, wake: stretch.claim === null };
+  if (inputs.length > 0) await trx.insertInto('automation_inputs').values(inputs).execute();
+  return outcomes;
+}
+
+/**
+ * A message no running execution or stretch takes: unless the team is handling the conversation,
+ * the oldest active keyword automation whose keywords match starts, else a first_message automation
+ * for a contact's first message, else the number's agent starts a stretch.
+ */
+async function startForInbound(
+  trx: Trx,
+  m: InboundForAutomations,
+  candidates: Candidate[],
+  agent: Pick<AgentRow, 'id' | 'name' | 'version'> | undefined,
+  now: Date,
+): Promise<InboundOutcome> {
+  const c = m.conversation;
   if (m.optOut) return null;
   // 2. The team took over this conversation's case: no automation or agent answers (until the case closes).
   if (c.handling_type === 'team' && (c.handling_case_id === null || c.handling_case_id === m.openCaseId)) return null;
 
-  const candidates = (rows.find((r) => r.kind === 'candidates')?.data as Candidate[] | null) ?? [];
   const listening = candidates.filter((a) => listensOn(a, m.number, m.socialAccount ?? null));
-  const agent = rows.find((r) => r.kind === 'agent')?.data as Pick<AgentRow, 'id' | 'name' | 'version'> | undefined;
   const byAgent = async (): Promise<InboundOutcome> => {
     if (!agent) return null;
     const stretchId = await startStretch(

@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { startAllowed } from '../automations/loops.js';
-import { automationForInbound, type InboundForAutomations, type InboundOutcome } from '../automations/triggers.js';
+import { automationsForInbound, type InboundForAutomations } from '../automations/triggers.js';
 import { type InboundCaseInput, lockOpenCases, openCasesForInbound, stillOpenAt } from '../cases/open.js';
 import { getSocialAccountRow } from '../channel/social-accounts.js';
 import { queueClassifications, wakeClassifier } from '../classification/queue.js';
@@ -340,13 +340,13 @@ async function storeRound(
     const via = i.input.button?.optOut ? 'button' : !i.silent && isOptOutPhrase(i.input.text) ? 'keyword' : null;
     if (via) optOutVia.set(i, via);
   }
-  for (const i of kept) {
-    if (i.silent) continue;
-    const w = written.get(i)!;
-    const open = openCases.get(w.conversation.id);
-    const outcome: InboundOutcome = await automationForInbound(
-      trx,
-      {
+  const deciding = kept.filter((i) => !i.silent);
+  const outcomes = await automationsForInbound(
+    trx,
+    deciding.map((i) => {
+      const w = written.get(i)!;
+      const open = openCases.get(w.conversation.id);
+      return {
         accountId,
         conversation: w.conversation,
         contactId: w.contact.id,
@@ -358,9 +358,11 @@ async function storeRound(
         openCaseId: open && stillOpenAt(open, i.input.timestamp) ? open.id : null,
         optOut: optOutVia.has(i),
         admitStart,
-      },
-      now,
-    );
+      };
+    }),
+    now,
+  );
+  for (const outcome of outcomes) {
     if (outcome && (outcome.kind === 'started' || (outcome.kind === 'input' && outcome.wake))) stored.wakeAutomations = true;
     if (outcome?.kind === 'agent' && outcome.wake) stored.wakeAgents = true;
   }
