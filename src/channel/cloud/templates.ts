@@ -5,6 +5,7 @@ import { ApiError } from '../../http/errors.js';
 import { variableLabels } from '../../http/messages.es-AR.js';
 import type { Services } from '../../services.js';
 import { applyChannelTemplateChange, saveChannelTemplates, templateView } from '../../templates/service.js';
+import { notifyChangeOfRow } from '../hot-reads.js';
 import { providerErrorFrom } from './errors.js';
 import type { GraphClient } from './graph.js';
 import { openAccessToken } from './provider.js';
@@ -289,5 +290,6 @@ export async function submitTemplate(s: Services, graph: GraphClient, row: Templ
     })
     .where('id', '=', row.id)
     .returningAll()
+    .returning(notifyChangeOfRow().as('notified'))
     .executeTakeFirstOrThrow();
 }
