@@ -30,6 +30,8 @@ export const HOT_READS_TTL_MS = 60_000;
 /** Accounts kept, and reads kept per account, before the oldest go. */
 const MAX_ACCOUNTS = 10_000;
 const MAX_PER_ACCOUNT = 256;
+/** A failed LISTEN is tried again after this long. */
+const LISTEN_RETRY_MS = 5_000;
 
 /**
  * The notification of a change of these accounts' numbers or templates, as one statement of the
@@ -58,6 +60,8 @@ export class HotReads {
   private client: pg.Client | null = null;
   private stopPglite: (() => Promise<void>) | null = null;
   private closed = false;
+  /** After a failed LISTEN, not before this (wall clock ms). */
+  private retryAt = 0;
 
   constructor(
     private readonly database: OpenDb,
@@ -102,9 +106,11 @@ export class HotReads {
 
   /** Listens from the first read on (a process that never sends holds no connection). */
   private start(): Promise<void> {
-    if (this.closed) return Promise.resolve();
+    if (this.closed || Date.now() < this.retryAt) return Promise.resolve();
     this.starting ??= this.listen().catch((err) => {
       this.starting = null;
+      // Not again on every send: reads go to the database meanwhile.
+      this.retryAt = Date.now() + LISTEN_RETRY_MS;
       this.log.warn({ err: { message: (err as Error)?.message } }, 'hot reads: LISTEN failed; numbers and templates are read each time');
     });
     return this.starting;
@@ -126,8 +132,13 @@ export class HotReads {
       this.down();
       if (!this.closed) setTimeout(() => void this.start(), 1_000).unref();
     });
-    await client.connect();
-    await client.query(`LISTEN ${HOT_READS_CHANNEL}`);
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${HOT_READS_CHANNEL}`);
+    } catch (err) {
+      await client.end().catch(() => {});
+      throw err;
+    }
     if (this.closed) {
       await client.end().catch(() => {});
       return;
