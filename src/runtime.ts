@@ -15,6 +15,7 @@ import { AutomationRunner } from './automations/runner.js';
 import { stopCampaignSends } from './campaigns/sender.js';
 import { CloudProvider } from './channel/cloud/provider.js';
 import { processQueuedCloud } from './channel/cloud/receiver.js';
+import { HotReads } from './channel/hot-reads.js';
 import { InboundWorker } from './channel/inbound-queue.js';
 import { instagramThrottled } from './channel/instagram/errors.js';
 import { InstagramProvider } from './channel/instagram/send.js';
@@ -157,6 +158,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     automations: { wake() {}, runOnce: async () => 0, drive: async () => {} },
     agents: { wake() {}, runOnce: async () => 0 },
     inbound: { wake() {}, runOnce: async () => 0 },
+    hotReads: new HotReads(database, config.database.kind === 'postgres' ? config.database.url : null, clock, log),
     liveEvents: new EventBus(database, config.database.kind === 'postgres' ? config.database.url : null, log),
     publicUrl: config.PUBLIC_URL ?? ownUrl(config.HOST, config.PORT),
     llm: createLlmClient(config, log, { observe: (outcome, seconds) => metrics.llmRequest(outcome, seconds) }),
@@ -258,6 +260,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       await services.usage.close();
       await services.limiter.close();
       await services.liveEvents.close();
+      await services.hotReads.close();
       await database.close();
     },
   };

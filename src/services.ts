@@ -1,6 +1,7 @@
 // The service container: everything a route or job needs, built once in main.ts (or a test).
 import type { FastifyBaseLogger } from 'fastify';
 import type { AccountViewCache } from './accounts/view-cache.js';
+import type { HotReads } from './channel/hot-reads.js';
 import type { ChannelRegistry } from './channel/types.js';
 import type { Config } from './config.js';
 import type { EventBus } from './console/bus.js';
@@ -64,6 +65,8 @@ export interface Services {
   automations: AutomationWorker;
   agents: AgentWorker;
   inbound: InboundQueueWorker;
+  /** An account's numbers and templates as sends read them, kept while unchanged (channel/hot-reads.ts). */
+  hotReads: HotReads;
   /** The console's live events of this process (console/bus.ts). */
   liveEvents: EventBus;
   /**

@@ -6,7 +6,7 @@
 //
 // Locks, in the order of docs/architecture.md: the conversation, then its open case, then the
 // stretch row, then events.
-import { type RawBuilder, sql } from 'kysely';
+import { sql } from 'kysely';
 import { lockOpenCase, openCaseOf } from '../cases/open.js';
 import { markAgentGoal, markHandedOff } from '../cases/service.js';
 import { addNote, clearHandling, lockConversationBusy, setHandling } from '../conversations/service.js';

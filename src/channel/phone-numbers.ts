@@ -12,6 +12,7 @@ import { newId } from '../lib/ids.js';
 import { canonicalPhone } from '../lib/phone.js';
 import { type Keyring, openOrNull, sameSecret } from '../secrets/keyring.js';
 import type { Services } from '../services.js';
+import { announceChange } from './hot-reads.js';
 
 export interface PhoneNumberView {
   id: string;
@@ -150,8 +151,11 @@ export async function createPhoneNumber(s: Services, accountId: string, input: N
     );
     const changes = { phone: row.phone, provider, default: row.is_default };
     await audit(trx, now, who, { accountId, action: 'phone_number.connected', target: { type: 'phone_number', id: row.id }, changes });
+    // Every process's sends read the account's numbers anew (channel/hot-reads.ts).
+    await announceChange(trx, accountId);
     return row;
   });
+  s.hotReads.forget(accountId);
   s.accountViews.changed(accountId);
   return operatorNumberView(row);
 }
@@ -212,6 +216,8 @@ export async function updatePhoneNumber(
     const target = { type: 'phone_number', id: cur.id };
     await audit(trx, s.clock.now(), who, { accountId, action: 'phone_number.updated', target, changes });
     if (status === undefined && makeDefault === undefined && agentId === undefined && throughputPerSecond === undefined) return cur;
+    // A disconnected number is refused by the next send of every process (channel/hot-reads.ts).
+    await announceChange(trx, accountId);
     return trx
       .updateTable('phone_numbers')
       .set({
@@ -224,6 +230,7 @@ export async function updatePhoneNumber(
       .returningAll()
       .executeTakeFirstOrThrow();
   });
+  s.hotReads.forget(accountId);
   s.accountViews.changed(accountId);
   return operatorNumberView(row);
 }
@@ -250,4 +257,5 @@ export async function unassignAgentFromNumbers(trx: Executor, accountId: string,
     .where('account_id', '=', accountId)
     .where('agent_id', '=', agentId)
     .execute();
+  await announceChange(trx, accountId);
 }

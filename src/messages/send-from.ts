@@ -2,6 +2,7 @@
 // account's default), the template (APPROVED), and the template's variables with their fallbacks.
 // Used by sendMessage (send.ts), campaigns and automations.
 import { sql } from 'kysely';
+import type { HotReads } from '../channel/hot-reads.js';
 import type { Db } from '../db/index.js';
 import { type JsonRow, withDates } from '../db/json-row.js';
 import type { PhoneNumberRow, TemplateRow, TemplateVariable } from '../db/types.js';
@@ -31,18 +32,44 @@ function checkTemplate(t: TemplateRow | undefined): TemplateRow {
   return t;
 }
 
+/** The number and template a send names, as stored (not yet checked). */
+interface Sender {
+  number: PhoneNumberRow | undefined;
+  template: TemplateRow | undefined;
+}
+
 /**
  * numberForSend and, when `templateId` is given, templateForSend in one statement (one round
- * trip): the number's refusals first, then the template's.
+ * trip): the number's refusals first, then the template's. With `hot` (channel/hot-reads.ts) a
+ * usable pair comes from this process's copy, kept until a writer announces a change; a refusal
+ * is always read anew.
  */
 export async function senderFor(
   db: Db,
   accountId: string,
   phoneNumberId: string | undefined,
   templateId?: string,
+  hot?: HotReads,
 ): Promise<{ number: PhoneNumberRow; template: TemplateRow | null }> {
   // api.md §7: "no connected number with the given phoneNumberId" → 409, whatever its form.
   if (phoneNumberId !== undefined && !isUuid(phoneNumberId)) throw new ApiError('phone_number_unknown');
+  const load = () => readSender(db, accountId, phoneNumberId, templateId);
+  const found = hot
+    ? await hot.read(accountId, `send ${phoneNumberId ?? 'default'} ${templateId ?? '-'}`, load, (f) => usable(f, templateId))
+    : await load();
+  const n = found.number;
+  if (!n) throw new ApiError(phoneNumberId !== undefined ? 'phone_number_unknown' : 'no_connected_number');
+  if (n.status !== 'connected') throw new ApiError('phone_number_disconnected');
+  if (templateId === undefined) return { number: n, template: null };
+  return { number: n, template: checkTemplate(found.template) };
+}
+
+/** A pair a send may use as it is: kept by the hot reads (a refusal never is). */
+const usable = (f: Sender, templateId: string | undefined): boolean =>
+  f.number?.status === 'connected' &&
+  (templateId === undefined || (f.template !== undefined && !f.template.deleted_at && f.template.status === 'APPROVED'));
+
+async function readSender(db: Db, accountId: string, phoneNumberId: string | undefined, templateId: string | undefined): Promise<Sender> {
   const number =
     phoneNumberId !== undefined
       ? sql`SELECT to_jsonb(n) FROM phone_numbers n WHERE account_id = ${accountId} AND id = ${phoneNumberId}`
@@ -56,12 +83,11 @@ export async function senderFor(
         : sql`NULL::jsonb`;
   const { rows } = await sql<{ number: JsonRow | null; template: JsonRow | null }>`
     SELECT (${number}) AS number, ${template} AS template`.execute(db);
-  const n = rows[0]?.number ? withDates<PhoneNumberRow>(rows[0].number, ['created_at']) : undefined;
-  if (!n) throw new ApiError(phoneNumberId !== undefined ? 'phone_number_unknown' : 'no_connected_number');
-  if (n.status !== 'connected') throw new ApiError('phone_number_disconnected');
-  if (templateId === undefined) return { number: n, template: null };
-  const t = rows[0]?.template ? withDates<TemplateRow>(rows[0].template, ['created_at', 'updated_at', 'deleted_at']) : undefined;
-  return { number: n, template: checkTemplate(t) };
+  const r = rows[0];
+  return {
+    number: r?.number ? withDates<PhoneNumberRow>(r.number, ['created_at']) : undefined,
+    template: r?.template ? withDates<TemplateRow>(r.template, ['created_at', 'updated_at', 'deleted_at']) : undefined,
+  };
 }
 
 export const has = (o: Record<string, string>, k: string): boolean => Object.hasOwn(o, k) && typeof o[k] === 'string' && o[k].trim() !== '';

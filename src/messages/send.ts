@@ -1,6 +1,6 @@
 // Sending a message (api.md §4 POST /messages): used by the route, by campaigns and, with an
 // origin, by team replies (and the automation engine).
-// validate → number and template (one read: send-from.ts) → contact (limit) → conversation →
+// validate → number and template (send-from.ts: this process's copy, else one read) → contact (limit) → conversation →
 // 24-hour window or opt-out → store `pending` (send-store.ts: one statement; a transaction only
 // with an origin or a new contact under a contact limit) → provider.send outside any transaction
 // → store wamid and `sent` → apply early reports.
@@ -36,7 +36,7 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
   const phone = canonicalPhone(input.to);
   if (!phone.ok) throw invalid(['to'], phone.message);
 
-  const { number, template } = await senderFor(s.db, account.id, input.phoneNumberId, input.template?.id);
+  const { number, template } = await senderFor(s.db, account.id, input.phoneNumberId, input.template?.id, s.hotReads);
 
   const now = s.clock.now();
   const write: SendWrite = {
@@ -93,17 +93,25 @@ async function deliver(s: Services, pending: MessageRow, call: () => Promise<str
   // (console/bus.ts) rides in the same statement: written only for accounts with an active member.
   const record = messageView({ ...pending, wamid, status: 'sent', sent_at: at, updated_at: at });
   const eventId = newId();
-  const updated = await sql<{ id: string; notified: unknown }>`
+  // The same statement asks whether a report came first (early_statuses): nearly every send finds
+  // none, and then its `sent` costs this one round trip. A report kept while this statement runs
+  // is not seen by it (its snapshot is older) but is not lost: one carrying our message id (every
+  // Cloud send's and the sandbox's) waits for this row's lock in reconcileInTrx and, finding it
+  // `sent`, is kept and applied by its own look after its commit, which sees this one; one
+  // without it is applied by the `case-timeouts` job's sweep (messages/status.ts).
+  const updated = await sql<{ id: string; notified: unknown; early: boolean }>`
     WITH m AS (
       UPDATE messages SET wamid = ${wamid}, status = 'sent', sent_at = ${at}, updated_at = ${at}
       WHERE id = ${pending.id} AND status = 'pending' AND wamid IS NULL
       RETURNING *),
     ev AS (${consoleEventFrom('m', eventId, 'message.sent', JSON.stringify(record), at)})
-    SELECT m.id, ${notifyEventOf('ev', eventId, 'message.sent')} AS notified FROM m`.execute(s.db);
-  // The 201 shows the status at acceptance (`sent`); reports that came first apply right after
-  // (looked for after this commit: a report kept meanwhile is found by one side or the other).
-  if (updated.rows[0]) {
-    await applyEarlyStatuses(s, wamid);
+    SELECT m.id, ${notifyEventOf('ev', eventId, 'message.sent')} AS notified,
+      EXISTS (SELECT 1 FROM early_statuses WHERE wamid = ${wamid}) AS early
+    FROM m`.execute(s.db);
+  // The 201 shows the status at acceptance (`sent`); reports that came first apply right after.
+  const row = updated.rows[0];
+  if (row) {
+    if (row.early) await applyEarlyStatuses(s, wamid);
     return record;
   }
   const moved = await alreadyMoved(s, pending.id, wamid);

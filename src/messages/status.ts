@@ -190,8 +190,9 @@ export async function reportStatuses(s: Services, reports: StatusReport[]): Prom
 }
 
 /**
- * Applies the reports kept for `wamid` before its message existed (called by the send right after
- * it stores the wamid). The most advanced one wins; each kept report is used once.
+ * Applies the reports kept for `wamid` before its message existed (called by the send when its
+ * `sent` statement found some, or after a send found its message settled). The most advanced one
+ * wins; each kept report is used once.
  */
 export async function applyEarlyStatuses(s: Services, wamid: string): Promise<MessageRow | null> {
   // Nearly every send finds none: one indexed read instead of a transaction. A report kept after
@@ -222,11 +223,28 @@ export const EARLY_STATUS_TTL_MS = 7 * 24 * 60 * 60 * 1000;
  * a week will never find its message. Run by the `case-timeouts` job; returns how many went.
  */
 export async function purgeEarlyStatuses(s: Services): Promise<number> {
+  await applyStrandedEarlyStatuses(s);
   const before = new Date(s.clock.ms() - EARLY_STATUS_TTL_MS);
   const r = await s.db.deleteFrom('early_statuses').where('created_at', '<', before).executeTakeFirst();
   const n = Number(r.numDeletedRows ?? 0);
   if (n > 0) s.log.info({ purged: n }, 'early status reports older than 7 days deleted');
   return n;
+}
+
+/**
+ * Early reports whose message has its wamid by now: applied. The send's `sent` statement asks for
+ * early reports in its own snapshot (send.ts deliver), so a report without our message id kept
+ * while that statement ran, and looked for again before it committed, is found here (the
+ * `case-timeouts` job, every minute). Nearly always none: one read of a small table.
+ */
+async function applyStrandedEarlyStatuses(s: Services): Promise<void> {
+  const stranded = await s.db
+    .selectFrom('early_statuses as e')
+    .innerJoin('messages as m', 'm.wamid', 'e.wamid')
+    .select('e.wamid')
+    .distinct()
+    .execute();
+  for (const { wamid } of stranded) await applyEarlyStatuses(s, wamid);
 }
 
 /** applyEarlyStatuses for many wamids just stored (a campaign slice): one read finds the few that have any. */

@@ -5,6 +5,7 @@
 // and left as it is, never a crash loop.
 import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
+import { announceChange, EVERY_ACCOUNT } from '../channel/hot-reads.js';
 import type { Db } from '../db/index.js';
 import { type Keyring, type Place, SecretKeyMissing, sealedBy } from './keyring.js';
 import { mapHeaderValues } from './steps.js';
@@ -164,6 +165,8 @@ class Pass {
 export async function resealAll(db: Db, ring: Keyring, mode: Mode, log: FastifyBaseLogger): Promise<ResealResult> {
   const pass = new Pass(db, ring, mode, log);
   for (const { table, columns } of COLUMNS) await pass.columns(table, columns);
+  // Sends keep numbers' rows (channel/hot-reads.ts): every process reads them anew, new seals included.
+  if (pass.resealed > 0) await announceChange(db, EVERY_ACCOUNT);
   await pass.stepHeaders();
   await pass.oauthKeys();
   await pass.clientSecrets();

@@ -47,7 +47,10 @@ export const templateAdminRoutes: RoutesFn = (app, s) => {
     { schema: { summary: "Move a template's status", tags: ['Operator'], params: TemplateParams, body: TemplatePatch } },
     async (req) => {
       const { account } = req;
-      return templateView(await setTemplateStatus(s.db, account.id, req.params.tid, req.body.status, s.clock.now()));
+      const row = await setTemplateStatus(s.db, account.id, req.params.tid, req.body.status, s.clock.now());
+      // This process at once; the others when the statement's notification reaches them.
+      s.hotReads.forget(account.id);
+      return templateView(row);
     },
   );
 
@@ -57,6 +60,7 @@ export const templateAdminRoutes: RoutesFn = (app, s) => {
     async (req, reply) => {
       const { account } = req;
       await deleteTemplate(s.db, account.id, req.params.tid, s.clock.now());
+      s.hotReads.forget(account.id);
       return reply.code(204).send();
     },
   );

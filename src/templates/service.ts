@@ -2,6 +2,7 @@
 // status; the public API reads them. A deleted template is kept (messages point at it) but is
 // invisible: reads and sends answer 404 (operator.md).
 import { sql } from 'kysely';
+import { announceChange, notifyChangeOfRow } from '../channel/hot-reads.js';
 import type { Db, Executor } from '../db/index.js';
 import type { TemplateRow, TemplateVariable } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
@@ -90,6 +91,7 @@ export async function createTemplate(db: Executor, accountId: string, t: NewTemp
         updated_at: now,
       })
       .returningAll()
+      .returning(notifyChangeOfRow().as('notified'))
       .executeTakeFirstOrThrow();
   } catch (err) {
     // One live template per account, name and language (the channel's own rule).
@@ -106,6 +108,8 @@ export async function setTemplateStatus(db: Executor, accountId: string, id: str
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
     .returningAll()
+    // Every process's sends see the new status at once (channel/hot-reads.ts).
+    .returning(notifyChangeOfRow().as('notified'))
     .executeTakeFirst();
   if (!row) throw new ApiError('template_not_found');
   return row;
@@ -119,8 +123,9 @@ export async function deleteTemplate(db: Executor, accountId: string, id: string
     .where('account_id', '=', accountId)
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
+    .returning(notifyChangeOfRow().as('notified'))
     .executeTakeFirst();
-  if (Number(res.numUpdatedRows) === 0) throw new ApiError('template_not_found');
+  if (!res) throw new ApiError('template_not_found');
 }
 
 /** A template as the channel provider lists it (mapped to our columns); status DELETED: gone there. */
@@ -164,6 +169,7 @@ export async function saveChannelTemplates(
         out.push(await insertFromChannel(trx, accountId, m, now));
       }
     }
+    await announceChange(trx, accountId);
     return out;
   });
   return { imported, updated, rows };
@@ -249,6 +255,7 @@ export async function applyChannelTemplateChange(db: Executor, accountIds: strin
           : [];
       return eb.or([...byId, ...byName]);
     })
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows ?? 0);
+    .returning(notifyChangeOfRow().as('notified'))
+    .execute();
+  return res.length;
 }

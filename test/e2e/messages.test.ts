@@ -389,6 +389,23 @@ describe('delivery status machine (api.md §3, decisions.md "Resources")', () =>
     expect(await applyEarlyStatuses(app.rt.services, wamid)).toBeNull();
   });
 
+  it('"must not be lost": a report kept while the send\'s `sent` statement ran (no message id, not seen by it) is applied by the case-timeouts job', async () => {
+    const acc = await app.createAccount();
+    const m = await sendOne(acc);
+    // As the race leaves it: the message has its wamid and `sent`, the report waits as early.
+    const at = app.clock.now();
+    await app.rt.services.db
+      .insertInto('early_statuses')
+      .values({ wamid: m.wamid, status: 'delivered', code: null, reported_at: at, created_at: at })
+      .execute();
+    const job = await app.admin('POST', '/jobs/case-timeouts/run', {});
+    expect(job.status).toBe(200);
+    expect((await acc.call('GET', `/messages/${m.id}`)).body.status).toBe('delivered');
+    expect((await events(acc.id, 'message.status')).map((e) => (e.data as any).status)).toEqual(['delivered']);
+    const left = await app.rt.services.db.selectFrom('early_statuses').selectAll().where('wamid', '=', m.wamid).execute();
+    expect(left).toHaveLength(0);
+  });
+
   it('campaign counters follow the status reports of campaign messages (decisions.md "Campaigns")', async () => {
     const acc = await app.createAccount();
     const t = await template(acc);

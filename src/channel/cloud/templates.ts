@@ -5,6 +5,7 @@ import { ApiError } from '../../http/errors.js';
 import { variableLabels } from '../../http/messages.es-AR.js';
 import type { Services } from '../../services.js';
 import { applyChannelTemplateChange, saveChannelTemplates, templateView } from '../../templates/service.js';
+import { notifyChangeOfRow } from '../hot-reads.js';
 import { providerErrorFrom } from './errors.js';
 import type { GraphClient } from './graph.js';
 import { openAccessToken } from './provider.js';
@@ -207,6 +208,8 @@ export async function syncTemplates(s: Services, graph: GraphClient, accountId: 
   }
 
   const { imported, updated, rows } = await saveChannelTemplates(s.db, accountId, fetched, s.clock.now());
+  // This process at once; the others when the transaction's notification reaches them (hot-reads.ts).
+  s.hotReads.forget(accountId);
   s.log.info({ accountId, imported, updated }, 'cloud templates synced');
   return { imported, updated, templates: rows.map(syncedTemplateView) };
 }
@@ -219,7 +222,9 @@ export async function syncTemplates(s: Services, graph: GraphClient, accountId: 
 export async function applyTemplateUpdate(s: Services, accountIds: string[], u: ParsedTemplateUpdate): Promise<number> {
   const category = u.category && CATEGORIES.has(u.category.toUpperCase()) ? u.category.toUpperCase() : null;
   const change = { templateId: u.templateId || null, name: u.name || null, language: u.language || null, status: u.status, category };
-  return applyChannelTemplateChange(s.db, accountIds, change, s.clock.now());
+  const changed = await applyChannelTemplateChange(s.db, accountIds, change, s.clock.now());
+  for (const id of accountIds) s.hotReads.forget(id);
+  return changed;
 }
 
 /** What Graph answers a template creation (POST /{waba-id}/message_templates). */
@@ -289,5 +294,6 @@ export async function submitTemplate(s: Services, graph: GraphClient, row: Templ
     })
     .where('id', '=', row.id)
     .returningAll()
+    .returning(notifyChangeOfRow().as('notified'))
     .executeTakeFirstOrThrow();
 }
