@@ -190,89 +190,116 @@ export async function receiveWebhook(
   return { unauthorized: a.unauthorized, failed: 0 };
 }
 
-/** The inbound worker's processor of a queued `cloud` row. */
-export async function processQueuedCloud(s: Services, row: QueuedBatch): Promise<ReceiveOutcome> {
-  return processWebhook(s, JSON.parse(row.body), { numbers: row.numbers, wabas: row.wabas, receivedAt: row.received_at });
+/**
+ * The inbound worker's processor of queued `cloud` rows claimed together (their customers differ:
+ * ../inbound-queue.ts): their messages are stored in one set-wise pass; each row's outcome.
+ */
+export async function processQueuedCloud(s: Services, rows: QueuedBatch[]): Promise<ReceiveOutcome[]> {
+  return processWebhooks(
+    s,
+    rows.map((row) => ({
+      payload: JSON.parse(row.body),
+      verified: { numbers: row.numbers, wabas: row.wabas, receivedAt: row.received_at },
+    })),
+  );
+}
+
+/** What the receipt verified of a batch: its numbers and WABAs, and when it arrived. */
+interface Verified {
+  numbers: string[];
+  wabas: string[];
+  receivedAt: Date;
 }
 
 /**
- * Processes a queued batch (../inbound-queue.ts): every message and status of the numbers, and
- * every template update of the WABAs, the receipt verified. `receivedAt` stands for "now" in the
- * parser's time bounds, so a retry reads the batch as the receipt did.
+ * Processes queued batches (../inbound-queue.ts): every message and status of the numbers, and
+ * every template update of the WABAs, each receipt verified. `receivedAt` stands for "now" in the
+ * parser's time bounds, so a retry reads the batch as the receipt did. Template updates first,
+ * then every batch's messages in one set-wise pass (conversations/inbound.ts; each customer's in
+ * payload order), then the statuses. Returns each batch's outcome.
  */
-export async function processWebhook(
-  s: Services,
-  payload: unknown,
-  verified: { numbers: string[]; wabas: string[]; receivedAt: Date },
-): Promise<ReceiveOutcome> {
-  const { items, skipped } = parseWebhook(payload, verified.receivedAt);
-  const outcome: ReceiveOutcome = {
-    messages: 0,
-    duplicates: 0,
-    statuses: 0,
-    templates: 0,
-    skipped: skipped.length,
-    failed: 0,
-  };
-  if (skipped.length > 0) s.log.debug({ skipped }, 'cloud webhook: parts skipped');
+export async function processWebhooks(s: Services, batches: { payload: unknown; verified: Verified }[]): Promise<ReceiveOutcome[]> {
+  const parts: { outcome: ReceiveOutcome; messages: ParsedMessage[]; statuses: ParsedStatus[] }[] = [];
+  const numbers = new Map<string, PhoneNumberRow>();
+  for (const { payload, verified } of batches) {
+    const { items, skipped } = parseWebhook(payload, verified.receivedAt);
+    const outcome: ReceiveOutcome = { messages: 0, duplicates: 0, statuses: 0, templates: 0, skipped: skipped.length, failed: 0 };
+    if (skipped.length > 0) s.log.debug({ skipped }, 'cloud webhook: parts skipped');
 
-  // A number removed (or moved to another WABA) since the receipt is not ours any more.
-  const [byGraphId, byWaba] = await Promise.all([numbersByGraphId(s, verified.numbers), numbersByWaba(s, verified.wabas)]);
-  const numbers = new Map(byGraphId.map((n) => [n.cloud_phone_number_id!, n]));
-  const wabaAccounts = new Map<string, string[]>();
-  for (const n of byWaba) {
-    const list = wabaAccounts.get(n.cloud_waba_id!) ?? [];
-    if (!list.includes(n.account_id)) list.push(n.account_id);
-    wabaAccounts.set(n.cloud_waba_id!, list);
-  }
+    // A number removed (or moved to another WABA) since the receipt is not ours any more.
+    const [byGraphId, byWaba] = await Promise.all([numbersByGraphId(s, verified.numbers), numbersByWaba(s, verified.wabas)]);
+    const mine = new Map(byGraphId.map((n) => [n.cloud_phone_number_id!, n]));
+    for (const [id, n] of mine) numbers.set(id, n);
+    const wabaAccounts = new Map<string, string[]>();
+    for (const n of byWaba) {
+      const list = wabaAccounts.get(n.cloud_waba_id!) ?? [];
+      if (!list.includes(n.account_id)) list.push(n.account_id);
+      wabaAccounts.set(n.cloud_waba_id!, list);
+    }
 
-  const messages: ParsedMessage[] = [];
-  const statuses: ParsedStatus[] = [];
-  for (const item of items) {
-    if (item.kind === 'template') {
-      const accounts = wabaAccounts.get(item.wabaId);
-      if (!accounts) {
+    const messages: ParsedMessage[] = [];
+    const statuses: ParsedStatus[] = [];
+    for (const item of items) {
+      if (item.kind === 'template') {
+        const accounts = wabaAccounts.get(item.wabaId);
+        if (!accounts) {
+          outcome.skipped += 1;
+          continue;
+        }
+        const changed = await guarded(s, outcome, () => applyTemplateUpdate(s, accounts, item));
+        if (changed !== undefined) outcome.templates += changed;
+        s.log.info({ wabaId: item.wabaId, templateId: item.templateId, status: item.status, changed }, 'cloud template update');
+      } else if (!mine.has(item.graphPhoneNumberId)) {
+        s.log.warn({ graphPhoneNumberId: item.graphPhoneNumberId }, 'cloud webhook for a number that is not ours or not verified');
         outcome.skipped += 1;
-        continue;
-      }
-      const changed = await guarded(s, outcome, () => applyTemplateUpdate(s, accounts, item));
-      if (changed !== undefined) outcome.templates += changed;
-      s.log.info({ wabaId: item.wabaId, templateId: item.templateId, status: item.status, changed }, 'cloud template update');
-    } else if (!numbers.has(item.graphPhoneNumberId)) {
-      s.log.warn({ graphPhoneNumberId: item.graphPhoneNumberId }, 'cloud webhook for a number that is not ours or not verified');
-      outcome.skipped += 1;
-    } else if (item.kind === 'message') messages.push(item);
-    else statuses.push(item);
+      } else if (item.kind === 'message') messages.push(item);
+      else statuses.push(item);
+    }
+    parts.push({ outcome, messages, statuses });
   }
 
-  // Every message in one set-wise pass (conversations/inbound.ts), each customer's in payload order.
-  // When that pass fails, each message is tried alone (a batch of one: the same path), so a message
-  // that cannot be stored holds back only itself and its customer's later ones, never its batch-mates.
-  const whole = await guarded(s, { ...outcome }, () => processMessages(s, messages, numbers, outcome));
-  if (whole === undefined && messages.length > 0) {
+  await storeMessages(s, parts, numbers);
+
+  for (const { outcome, statuses } of parts) {
+    // Several reports of one message in one batch: only the most advanced is applied (api.md §3: one event).
+    const byWamid = new Map<string, ParsedStatus[]>();
+    for (const st of statuses) byWamid.set(st.wamid, [...(byWamid.get(st.wamid) ?? []), st]);
+    await eachLimited([...byWamid.values()], PARALLEL, async (group) => {
+      const pick = mostAdvanced(group)!;
+      outcome.skipped += group.length - 1;
+      await guarded(s, outcome, () => processStatus(s, pick, numbers.get(pick.graphPhoneNumberId)!, outcome));
+    });
+  }
+  return parts.map((p) => p.outcome);
+}
+
+/**
+ * Every batch's messages in one set-wise pass. When that pass fails, each batch is tried alone,
+ * then each message of a batch that still fails (a batch of one: the same path), so a message that
+ * cannot be stored holds back only itself and its customer's later ones, never the others.
+ */
+async function storeMessages(
+  s: Services,
+  parts: { outcome: ReceiveOutcome; messages: ParsedMessage[] }[],
+  numbers: Map<string, PhoneNumberRow>,
+): Promise<void> {
+  const pass = async (list: { m: ParsedMessage; outcome: ReceiveOutcome }[], failed: ReceiveOutcome): Promise<boolean> =>
+    (await guarded(s, failed, () => processMessages(s, list, numbers))) !== undefined;
+  const all = parts.flatMap((p) => p.messages.map((m) => ({ m, outcome: p.outcome })));
+  if (all.length === 0 || (await pass(all, { ...parts[0]!.outcome }))) return;
+  for (const part of parts) {
+    const list = part.messages.map((m) => ({ m, outcome: part.outcome }));
+    if (list.length === 0 || (parts.length > 1 && (await pass(list, { ...part.outcome })))) continue;
     const failedCustomers = new Set<string>();
-    for (const m of messages) {
-      const k = customerKey(m.graphPhoneNumberId, m.from);
+    for (const one of list) {
+      const k = customerKey(one.m.graphPhoneNumberId, one.m.from);
       // A customer whose earlier message failed: their later ones wait with it (order per customer).
-      if (failedCustomers.has(k)) {
-        outcome.failed += 1;
-        continue;
+      if (failedCustomers.has(k) || !(await pass([one], part.outcome))) {
+        if (failedCustomers.has(k)) part.outcome.failed += 1;
+        failedCustomers.add(k);
       }
-      const before = outcome.failed;
-      await guarded(s, outcome, () => processMessages(s, [m], numbers, outcome));
-      if (outcome.failed > before) failedCustomers.add(k);
     }
   }
-
-  // Several reports of one message in one batch: only the most advanced is applied (api.md §3: one event).
-  const byWamid = new Map<string, ParsedStatus[]>();
-  for (const st of statuses) byWamid.set(st.wamid, [...(byWamid.get(st.wamid) ?? []), st]);
-  await eachLimited([...byWamid.values()], PARALLEL, async (group) => {
-    const pick = mostAdvanced(group)!;
-    outcome.skipped += group.length - 1;
-    await guarded(s, outcome, () => processStatus(s, pick, numbers.get(pick.graphPhoneNumberId)!, outcome));
-  });
-  return outcome;
 }
 
 /** Items of one webhook processed at the same time (well under the database pool). */
@@ -305,14 +332,12 @@ async function guarded<T>(s: Services, outcome: ReceiveOutcome, fn: () => Promis
 
 async function processMessages(
   s: Services,
-  items: ParsedMessage[],
+  items: { m: ParsedMessage; outcome: ReceiveOutcome }[],
   numbers: Map<string, PhoneNumberRow>,
-  outcome: ReceiveOutcome,
 ): Promise<true> {
-  if (items.length === 0) return true;
   const results = await receiveInboundBatch(
     s,
-    items.map((item) => {
+    items.map(({ m: item }) => {
       const number = numbers.get(item.graphPhoneNumberId)!;
       return {
         accountId: number.account_id,
@@ -328,14 +353,15 @@ async function processMessages(
       };
     }),
   );
-  for (const r of results) {
+  results.forEach((r, i) => {
+    const outcome = items[i]!.outcome;
     if (r instanceof Error) {
       // Our own refusal of one message (its phone is not valid): logged and skipped.
       s.log.warn({ code: r instanceof ApiError ? r.code : 'validation' }, 'cloud webhook item refused');
       outcome.skipped += 1;
     } else if (r.duplicate) outcome.duplicates += 1;
     else outcome.messages += 1;
-  }
+  });
   return true;
 }
 
