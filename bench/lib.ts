@@ -3,7 +3,7 @@
 // autocannon runs reduced to the few numbers we print.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -247,6 +247,20 @@ export function cpuMs(pid: number | undefined): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/** CPU time (ms) of every PostgreSQL process on this machine (a local server; backends of a pool live on). */
+export function postgresCpuMs(): number {
+  let total = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') total += cpuMs(Number(pid));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return total;
 }
 
 export interface LoadResult {

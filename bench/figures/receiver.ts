@@ -8,7 +8,20 @@
 // `BENCH_INBOUND_RATES` (messages/s, comma-separated) changes the steps.
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
-import { admin, benchAccount, connectCloudNumber, DURATION, must, nextPhone, quantile, type Server, sleep, UNLIMITED } from '../lib.js';
+import {
+  admin,
+  benchAccount,
+  connectCloudNumber,
+  cpuMs,
+  DURATION,
+  must,
+  nextPhone,
+  postgresCpuMs,
+  quantile,
+  type Server,
+  sleep,
+  UNLIMITED,
+} from '../lib.js';
 import { record } from '../report.js';
 
 const PER_BATCH = 10;
@@ -103,6 +116,7 @@ export async function receiverFigure(server: Server): Promise<void> {
 
     // Open loop: a POST every 1000 / batchesPerS ms whether or not the previous ones were answered.
     const inFlight: Promise<void>[] = [];
+    const cpu0 = { server: cpuMs(server.proc.pid), pg: postgresCpuMs() };
     const start = performance.now();
     const total = seconds * batchesPerS;
     for (let i = 0; i < total; i++) {
@@ -116,6 +130,9 @@ export async function receiverFigure(server: Server): Promise<void> {
     const deadline = Date.now() + 120_000;
     while (events.size < expected && Date.now() < deadline) await sleep(100);
     await sleep(300);
+    // CPU per message over the offering and the backlog's end (the deliveries included).
+    const n = Math.max(1, events.size);
+    const cpu = { server: (cpuMs(server.proc.pid) - cpu0.server) / n, pg: (postgresCpuMs() - cpu0.pg) / n };
     const queued: number[] = [];
     const delivered: number[] = [];
     for (const [wamid, e] of events) {
@@ -124,7 +141,7 @@ export async function receiverFigure(server: Server): Promise<void> {
       queued.push(e.createdAt - t);
       delivered.push(e.at - t);
     }
-    return { acks, refused, offered, expected, queued, delivered, events: events.size, duplicates };
+    return { acks, refused, offered, expected, queued, delivered, events: events.size, duplicates, cpu };
   };
 
   let knee = 0;
@@ -146,7 +163,7 @@ export async function receiverFigure(server: Server): Promise<void> {
       ratio: null,
       goal: `≤ ${DELIVERED_GOAL_MS}`,
       pass,
-      note: `p50 ${quantile(p.delivered, 0.5)} ms; queued p50 ${quantile(p.queued, 0.5)} / p99 ${quantile(p.queued, 0.99)} ms; 200 p50 ${quantile(p.acks, 0.5).toFixed(1)} / p99 ${ackP99.toFixed(1)} ms; ${p.offered} offered; ${p.events} of ${p.expected} events, ${p.duplicates} duplicates, ${p.refused} refused`,
+      note: `p50 ${quantile(p.delivered, 0.5)} ms; queued p50 ${quantile(p.queued, 0.5)} / p99 ${quantile(p.queued, 0.99)} ms; 200 p50 ${quantile(p.acks, 0.5).toFixed(1)} / p99 ${ackP99.toFixed(1)} ms; ${p.offered} offered; ${p.events} of ${p.expected} events, ${p.duplicates} duplicates, ${p.refused} refused; CPU per message: server ${(p.cpu.server * 1000).toFixed(0)} µs, PostgreSQL ${(p.cpu.pg * 1000).toFixed(0)} µs`,
     });
     // Past the knee the next rates only grow the backlog.
     if (!pass && rate > knee + 2 * (RATES[1]! - RATES[0]!)) break;

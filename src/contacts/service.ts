@@ -286,14 +286,89 @@ export async function fillProfileName(trx: Trx, contact: ContactRow, profileName
     .executeTakeFirstOrThrow();
 }
 
-/** The contact unsubscribed (api.md §3 "Contact opt-out"): no more sends to it. */
-export const markOptedOut = (trx: Trx, contactId: string, now: Date): Promise<ContactRow> =>
-  trx
-    .updateTable('contacts')
-    .set({ opted_out: true, updated_at: now })
-    .where('id', '=', contactId)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+/** The contacts unsubscribed (api.md §3 "Contact opt-out"): no more sends to them. */
+export async function markOptedOut(trx: Trx, contactIds: string[], now: Date): Promise<Map<string, ContactRow>> {
+  const { rows } = await sql<ContactRow>`
+    UPDATE contacts SET opted_out = true, updated_at = ${now} WHERE id = ANY (${contactIds}::uuid[]) RETURNING *`.execute(trx);
+  return new Map(rows.map((c) => [c.id, c]));
+}
+
+/** A customer of an inbound round: their key, and the name and username the channel reports (trimmed, bounded). */
+export interface InboundContactKey {
+  /** `p:<phone>` or `s:<socialchat id>`. */
+  customer: string;
+  key: { phone: string } | { socialchat: string };
+  profileName: string | undefined;
+  username: string | undefined;
+}
+
+/**
+ * An inbound round's contacts by customer (`p:<phone>` or `s:<socialchat id>`), locked (NO KEY UPDATE: it excludes the other writers of the
+ * contact, not the inserts elsewhere that only reference it): the existing ones read and locked and
+ * the missing ones created with the channel's profile name, in one statement; then an empty name
+ * filled by the profile name (a name the business set is kept) and the social channel's username
+ * as last reported, only when one changes.
+ */
+export async function contactsForInbound(
+  trx: Trx,
+  accountId: string,
+  items: InboundContactKey[],
+  now: Date,
+): Promise<Map<string, { contact: ContactRow; created: boolean }>> {
+  const customerOf = (c: ContactRow) => (c.phone !== null ? `p:${c.phone}` : `s:${c.socialchat_id}`);
+  const found = new Map<string, { contact: ContactRow; created: boolean }>();
+  const lockOrCreate = async (list: InboundContactKey[]) => {
+    const { rows } = await sql<ContactRow & { created: boolean }>`
+      WITH u AS (
+        SELECT * FROM unnest(${list.map(() => newId())}::uuid[], ${list.map((i) => ('phone' in i.key ? i.key.phone : null))}::text[],
+          ${list.map((i) => ('socialchat' in i.key ? i.key.socialchat : null))}::text[],
+          ${list.map((i) => i.profileName ?? '')}::text[], ${list.map((i) => i.username ?? null)}::text[])
+          AS u(id, phone, social, name, username)),
+      locked AS (
+        SELECT c.* FROM contacts c
+        WHERE c.account_id = ${accountId}
+          AND (c.phone IN (SELECT phone FROM u) OR c.socialchat_id IN (SELECT social FROM u))
+        ORDER BY c.id FOR NO KEY UPDATE),
+      ins AS (
+        INSERT INTO contacts (id, account_id, phone, socialchat_id, name, socialchat_username, created_at, updated_at)
+        SELECT u.id, ${accountId}, u.phone, u.social, u.name, u.username, ${now}, ${now} FROM u
+        WHERE NOT EXISTS (SELECT 1 FROM locked l WHERE l.phone = u.phone OR l.socialchat_id = u.social)
+        ORDER BY u.id
+        ON CONFLICT DO NOTHING
+        RETURNING *)
+      SELECT *, false AS created FROM locked
+      UNION ALL
+      SELECT *, true AS created FROM ins`.execute(trx);
+    for (const { created, ...c } of rows) found.set(customerOf(c), { contact: c, created });
+  };
+  await lockOrCreate(items);
+  // Created meanwhile by another writer (after this statement's snapshot): read and locked now.
+  const raced = items.filter((i) => !found.has(i.customer));
+  if (raced.length > 0) await lockOrCreate(raced);
+  if (items.some((i) => !found.has(i.customer))) throw new Error('inbound contact vanished after a conflicting insert');
+
+  // An empty name takes the profile name; a changed username is kept.
+  const fill = items.filter((i) => {
+    const f = found.get(i.customer)!;
+    if (f.created) return false;
+    const name = i.profileName;
+    const username = i.username;
+    return (name !== undefined && f.contact.name === '') || (username !== undefined && f.contact.socialchat_username !== username);
+  });
+  if (fill.length > 0) {
+    const { rows } = await sql<ContactRow>`
+      UPDATE contacts c SET
+        name = CASE WHEN c.name = '' AND u.name IS NOT NULL THEN u.name ELSE c.name END,
+        socialchat_username = COALESCE(u.username, c.socialchat_username),
+        updated_at = ${now}
+      FROM unnest(${fill.map((i) => found.get(i.customer)!.contact.id)}::uuid[], ${fill.map((i) => i.profileName ?? null)}::text[],
+        ${fill.map((i) => i.username ?? null)}::text[]) AS u(id, name, username)
+      WHERE c.id = u.id
+      RETURNING c.*`.execute(trx);
+    for (const c of rows) found.set(customerOf(c), { contact: c, created: false });
+  }
+  return found;
+}
 
 /**
  * Locks a contact before the rows that hang from it (docs/architecture.md "Lock order"): NO KEY

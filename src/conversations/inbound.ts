@@ -20,13 +20,14 @@ import { type InboundCaseInput, lockOpenCases, openCasesForInbound, stillOpenAt 
 import { getSocialAccountRow } from '../channel/social-accounts.js';
 import { queueClassifications, wakeClassifier } from '../classification/queue.js';
 import { isOptOutPhrase } from '../contacts/opt-out.js';
-import { contactView } from '../contacts/service.js';
+import { contactsForInbound, contactView, markOptedOut } from '../contacts/service.js';
 import type { Db, Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
 import type { ContactRow, ConversationRow, PhoneNumberRow, SocialAccountRow } from '../db/types.js';
 import { ApiError, invalid, type ValidationError } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
 import { canonicalPhone } from '../lib/phone.js';
+import { insertInboundMessages } from '../messages/service.js';
 import type { Services } from '../services.js';
 import { emitEvents, type NewEvent } from '../webhooks/outbox.js';
 import { teamTakesCase } from './service.js';
@@ -316,7 +317,12 @@ async function storeRound(
 ): Promise<void> {
   // Locks in the one order (docs/architecture.md "Lock order"): contacts → conversations → open
   // cases, all before the messages and the events, whose delivery counter is the last lock.
-  const contacts = await contactsFor(trx, accountId, items, now);
+  const contacts = await contactsForInbound(
+    trx,
+    accountId,
+    items.map((i) => ({ customer: i.customer, key: i.key, profileName: profileNameOf(i), username: usernameOf(i) })),
+    now,
+  );
   const conversations = await conversationsFor(trx, accountId, items, contacts, now);
   const written = new Map<Item, Written>();
   for (const item of items) {
@@ -329,7 +335,27 @@ async function storeRound(
     items.filter((i) => !i.silent && conversations.get(i.customer)!.existed).map((i) => conversations.get(i.customer)!.id),
   );
 
-  const inserted = await insertMessages(trx, accountId, items, written, now);
+  const inserted = await insertInboundMessages(
+    trx,
+    accountId,
+    items.map((i) => {
+      const w = written.get(i)!;
+      return {
+        id: i.messageId,
+        conversation_id: w.conversation.id,
+        contact_id: w.contact.id,
+        phone_number_id: i.phoneNumberId,
+        type: i.input.type,
+        text: i.input.text,
+        // A phone column: a social account's id is the event's `to`, not a phone.
+        to_phone: i.socialAccount ? null : i.to,
+        wamid: i.wamid,
+        source: i.social ? 'socialchat' : 'inbound',
+        provider_timestamp: i.input.timestamp,
+      };
+    }),
+    now,
+  );
   const kept = items.filter((i) => inserted.has(i.messageId));
   for (const i of items) if (!inserted.has(i.messageId)) stored.results.set(i.index, 'raced');
 
@@ -439,6 +465,9 @@ async function storeRound(
   await emitEvents(trx, events, now);
 }
 
+const profileNameOf = (i: Item): string | undefined => i.profileName?.trim().slice(0, 120) || undefined;
+const usernameOf = (i: Item): string | undefined => (i.social ? i.input.username?.trim().slice(0, 200) || undefined : undefined);
+
 /** `message.received` data (decisions.md "Event data keys"). */
 function receivedData(i: Item, w: Written): Record<string, unknown> {
   const { input, social, wamid } = i;
@@ -460,77 +489,6 @@ function receivedData(i: Item, w: Written): Record<string, unknown> {
     ...(input.referral ? { referral: input.referral } : {}),
   };
 }
-
-/**
- * The round's contacts by customer, locked (NO KEY UPDATE: it excludes the other writers of the
- * contact, not the inserts elsewhere that only reference it): the existing ones read and locked and
- * the missing ones created with the channel's profile name, in one statement; then an empty name
- * filled by the profile name (a name the business set is kept) and the social channel's username
- * as last reported, only when one changes.
- */
-async function contactsFor(
-  trx: Trx,
-  accountId: string,
-  items: Item[],
-  now: Date,
-): Promise<Map<string, { contact: ContactRow; created: boolean }>> {
-  const customerOf = (c: ContactRow) => (c.phone !== null ? `p:${c.phone}` : `s:${c.socialchat_id}`);
-  const found = new Map<string, { contact: ContactRow; created: boolean }>();
-  const lockOrCreate = async (list: Item[]) => {
-    const { rows } = await sql<ContactRow & { created: boolean }>`
-      WITH u AS (
-        SELECT * FROM unnest(${list.map(() => newId())}::uuid[], ${list.map((i) => ('phone' in i.key ? i.key.phone : null))}::text[],
-          ${list.map((i) => ('socialchat' in i.key ? i.key.socialchat : null))}::text[],
-          ${list.map((i) => profileNameOf(i) ?? '')}::text[], ${list.map((i) => usernameOf(i) ?? null)}::text[])
-          AS u(id, phone, social, name, username)),
-      locked AS (
-        SELECT c.* FROM contacts c
-        WHERE c.account_id = ${accountId}
-          AND (c.phone IN (SELECT phone FROM u) OR c.socialchat_id IN (SELECT social FROM u))
-        ORDER BY c.id FOR NO KEY UPDATE),
-      ins AS (
-        INSERT INTO contacts (id, account_id, phone, socialchat_id, name, socialchat_username, created_at, updated_at)
-        SELECT u.id, ${accountId}, u.phone, u.social, u.name, u.username, ${now}, ${now} FROM u
-        WHERE NOT EXISTS (SELECT 1 FROM locked l WHERE l.phone = u.phone OR l.socialchat_id = u.social)
-        ORDER BY u.id
-        ON CONFLICT DO NOTHING
-        RETURNING *)
-      SELECT *, false AS created FROM locked
-      UNION ALL
-      SELECT *, true AS created FROM ins`.execute(trx);
-    for (const { created, ...c } of rows) found.set(customerOf(c), { contact: c, created });
-  };
-  await lockOrCreate(items);
-  // Created meanwhile by another writer (after this statement's snapshot): read and locked now.
-  const raced = items.filter((i) => !found.has(i.customer));
-  if (raced.length > 0) await lockOrCreate(raced);
-  if (items.some((i) => !found.has(i.customer))) throw new Error('inbound contact vanished after a conflicting insert');
-
-  // An empty name takes the profile name; a changed username is kept.
-  const fill = items.filter((i) => {
-    const f = found.get(i.customer)!;
-    if (f.created) return false;
-    const name = profileNameOf(i);
-    const username = usernameOf(i);
-    return (name !== undefined && f.contact.name === '') || (username !== undefined && f.contact.socialchat_username !== username);
-  });
-  if (fill.length > 0) {
-    const { rows } = await sql<ContactRow>`
-      UPDATE contacts c SET
-        name = CASE WHEN c.name = '' AND u.name IS NOT NULL THEN u.name ELSE c.name END,
-        socialchat_username = COALESCE(u.username, c.socialchat_username),
-        updated_at = ${now}
-      FROM unnest(${fill.map((i) => found.get(i.customer)!.contact.id)}::uuid[], ${fill.map((i) => profileNameOf(i) ?? null)}::text[],
-        ${fill.map((i) => usernameOf(i) ?? null)}::text[]) AS u(id, name, username)
-      WHERE c.id = u.id
-      RETURNING c.*`.execute(trx);
-    for (const c of rows) found.set(customerOf(c), { contact: c, created: false });
-  }
-  return found;
-}
-
-const profileNameOf = (i: Item): string | undefined => i.profileName?.trim().slice(0, 120) || undefined;
-const usernameOf = (i: Item): string | undefined => (i.social ? i.input.username?.trim().slice(0, 200) || undefined : undefined);
 
 /**
  * The round's conversations by customer, in one statement: the existing ones locked (by the update)
@@ -578,29 +536,4 @@ async function conversationsFor(
   if (raced.length > 0) await touchOrCreate(raced);
   if (items.some((i) => !found.has(i.customer))) throw new Error('conversation vanished after a conflicting insert');
   return found;
-}
-
-/** The round's messages in one insert; returns the ids stored (a wamid stored meanwhile is not). */
-async function insertMessages(trx: Trx, accountId: string, items: Item[], written: Map<Item, Written>, now: Date): Promise<Set<string>> {
-  const { rows } = await sql<{ id: string }>`
-    INSERT INTO messages (id, account_id, conversation_id, contact_id, phone_number_id, type, text, to_phone, wamid, source,
-      provider_timestamp, direction, status, created_at, updated_at)
-    SELECT id, ${accountId}, conversation_id, contact_id, number_id, type, text, to_phone, wamid, source, at, 'inbound', 'received', ${now}, ${now}
-    FROM unnest(${items.map((i) => i.messageId)}::uuid[], ${items.map((i) => written.get(i)!.conversation.id)}::uuid[],
-      ${items.map((i) => written.get(i)!.contact.id)}::uuid[], ${items.map((i) => i.phoneNumberId)}::uuid[],
-      ${items.map((i) => i.input.type)}::text[], ${items.map((i) => i.input.text)}::text[],
-      ${items.map((i) => (i.socialAccount ? null : i.to))}::text[], ${items.map((i) => i.wamid)}::text[],
-      ${items.map((i) => (i.social ? 'socialchat' : 'inbound'))}::text[], ${items.map((i) => i.input.timestamp)}::timestamptz[])
-      AS u(id, conversation_id, contact_id, number_id, type, text, to_phone, wamid, source, at)
-    ORDER BY id
-    ON CONFLICT (wamid) WHERE wamid IS NOT NULL DO NOTHING
-    RETURNING id`.execute(trx);
-  return new Set(rows.map((r) => r.id));
-}
-
-/** The contacts unsubscribed (api.md §3 "Contact opt-out"): no more sends to them. */
-async function markOptedOut(trx: Trx, contactIds: string[], now: Date): Promise<Map<string, ContactRow>> {
-  const { rows } = await sql<ContactRow>`
-    UPDATE contacts SET opted_out = true, updated_at = ${now} WHERE id = ANY (${contactIds}::uuid[]) RETURNING *`.execute(trx);
-  return new Map(rows.map((c) => [c.id, c]));
 }

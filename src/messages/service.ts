@@ -1,8 +1,7 @@
 // Reads and writes of the messages table that are not the send path (send.ts) nor delivery statuses (status.ts).
+import { sql } from 'kysely';
 import type { Executor } from '../db/index.js';
-import type { NewMessage } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
-import { newId } from '../lib/ids.js';
 import { type MessageRecord, messageView } from './view.js';
 
 /** GET /messages/{id}: one message of the account, with the contact's phone for inbound ones. */
@@ -20,30 +19,36 @@ export async function getMessage(db: Executor, accountId: string, id: string): P
   return messageView(m, contact_phone);
 }
 
+/** One inbound message as an inbound round stores it. */
+export interface InboundMessageRow {
+  id: string;
+  conversation_id: string;
+  contact_id: string;
+  phone_number_id: string | null;
+  type: string;
+  text: string | null;
+  to_phone: string | null;
+  wamid: string | null;
+  source: string;
+  provider_timestamp: Date;
+}
+
 /**
- * Stores a received message; undefined when another delivery already stored its wamid (provider
- * ids are unique across the channel).
+ * An inbound round's messages in one insert, in order (status `received`); returns the ids stored
+ * (one whose wamid was stored meanwhile is not).
  */
-export const insertInboundMessage = (
-  trx: Executor,
-  m: Pick<
-    NewMessage,
-    | 'account_id'
-    | 'conversation_id'
-    | 'contact_id'
-    | 'phone_number_id'
-    | 'type'
-    | 'text'
-    | 'to_phone'
-    | 'wamid'
-    | 'source'
-    | 'provider_timestamp'
-  >,
-  now: Date,
-): Promise<{ id: string } | undefined> =>
-  trx
-    .insertInto('messages')
-    .values({ ...m, id: newId(), direction: 'inbound', status: 'received', created_at: now, updated_at: now })
-    .onConflict((oc) => oc.column('wamid').where('wamid', 'is not', null).doNothing())
-    .returning('id')
-    .executeTakeFirst();
+export async function insertInboundMessages(trx: Executor, accountId: string, rows: InboundMessageRow[], now: Date): Promise<Set<string>> {
+  const col = <K extends keyof InboundMessageRow>(k: K) => rows.map((r) => r[k]);
+  const inserted = await sql<{ id: string }>`
+    INSERT INTO messages (id, account_id, conversation_id, contact_id, phone_number_id, type, text, to_phone, wamid, source,
+      provider_timestamp, direction, status, created_at, updated_at)
+    SELECT id, ${accountId}, conversation_id, contact_id, number_id, type, text, to_phone, wamid, source, at, 'inbound', 'received', ${now}, ${now}
+    FROM unnest(${col('id')}::uuid[], ${col('conversation_id')}::uuid[], ${col('contact_id')}::uuid[], ${col('phone_number_id')}::uuid[],
+      ${col('type')}::text[], ${col('text')}::text[], ${col('to_phone')}::text[], ${col('wamid')}::text[], ${col('source')}::text[],
+      ${col('provider_timestamp')}::timestamptz[])
+      AS u(id, conversation_id, contact_id, number_id, type, text, to_phone, wamid, source, at)
+    ORDER BY id
+    ON CONFLICT (wamid) WHERE wamid IS NOT NULL DO NOTHING
+    RETURNING id`.execute(trx);
+  return new Set(inserted.rows.map((r) => r.id));
+}
