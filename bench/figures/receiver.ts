@@ -165,8 +165,6 @@ export async function receiverFigure(server: Server): Promise<void> {
       pass,
       note: `p50 ${quantile(p.delivered, 0.5)} ms; queued p50 ${quantile(p.queued, 0.5)} / p99 ${quantile(p.queued, 0.99)} ms; 200 p50 ${quantile(p.acks, 0.5).toFixed(1)} / p99 ${ackP99.toFixed(1)} ms; ${p.offered} offered; ${p.events} of ${p.expected} events, ${p.duplicates} duplicates, ${p.refused} refused; CPU per message: server ${(p.cpu.server * 1000).toFixed(0)} µs, PostgreSQL ${(p.cpu.pg * 1000).toFixed(0)} µs`,
     });
-    // Past the knee the next rates only grow the backlog.
-    if (!pass && rate > knee + 2 * (RATES[1]! - RATES[0]!)) break;
   }
   record({
     figure: 'Cloud inbound capacity: new customers, signed batches of 10',
