@@ -1,5 +1,5 @@
 // Table types for Kysely, mirroring migrations/*.sql (snake_case, as the database names them).
-import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { ColumnType, Generated, Selectable, Updateable } from 'kysely';
 
 type Ts = ColumnType<Date, Date | string, Date | string>;
 type TsDefault = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -818,5 +818,4 @@ export type StretchRow = Selectable<AgentStretchesTable>;
 export type TurnRow = Selectable<AgentTurnsTable>;
 export type ReviewRow = Selectable<AgentReviewsTable>;
 export type ReasonRow = Selectable<ReasonsTable>;
-export type NewMessage = Insertable<MessagesTable>;
 export type CaseUpdate = Updateable<CasesTable>;
