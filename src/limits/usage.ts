@@ -43,6 +43,10 @@ export class DbUsageMeter implements UsageMeter {
   private flushing: Promise<void> = Promise.resolve();
   /** Batches written so far: a read of the database counters older than the last one is stale. */
   writes = 0;
+  /** Batches begun so far: `started !== writes` while one is being written. */
+  started = 0;
+  /** What this process's batches wrote, in all (for the current and the last quota month). */
+  private written: Counts = new Map();
 
   constructor(
     private readonly db: Db,
@@ -68,6 +72,10 @@ export class DbUsageMeter implements UsageMeter {
     return countOf(this.pending, accountId, p, resource) + countOf(this.writing, accountId, p, resource);
   }
 
+  writtenOf(accountId: string, period: Period, resource: BatchedResource): number {
+    return countOf(this.written, accountId, period.start.getTime(), resource);
+  }
+
   async recordedApiCalls(accountId: string, period: Period): Promise<number> {
     const counts = await readCounters(this.db, accountId, period);
     return (counts.apiCalls ?? 0) + this.pendingOf(accountId, period, 'apiCalls');
@@ -83,6 +91,7 @@ export class DbUsageMeter implements UsageMeter {
     const batch = this.pending;
     this.pending = new Map();
     this.writing = batch;
+    this.started += 1;
     const rows = [...batch].flatMap(([accountId, periods]) =>
       [...periods].flatMap(([period, resources]) =>
         [...resources].map(([resource, count]) => ({ account_id: accountId, period_start: new Date(period), resource, count })),
@@ -96,6 +105,7 @@ export class DbUsageMeter implements UsageMeter {
           oc.columns(['account_id', 'period_start', 'resource']).doUpdateSet({ count: sql`usage_counters.count + excluded.count` }),
         )
         .execute();
+      this.wrote(batch);
       this.writes += 1;
     } catch (e) {
       // Put the counts back so a database hiccup loses nothing; the next flush retries.
@@ -104,6 +114,18 @@ export class DbUsageMeter implements UsageMeter {
       throw e;
     } finally {
       this.writing = new Map();
+    }
+  }
+
+  /** Adds a committed batch to `written`, dropping months before the last one. */
+  private wrote(batch: Counts): void {
+    // Any month that started more than 32 days before this one is at least two months old.
+    const last = quotaPeriodAt(this.clock.ms()).start.getTime() - 32 * 86_400_000;
+    for (const [accountId, periods] of batch)
+      for (const [period, resources] of periods) for (const [resource, n] of resources) add(this.written, accountId, period, n, resource);
+    for (const [accountId, periods] of this.written) {
+      for (const period of periods.keys()) if (period < last) periods.delete(period);
+      if (periods.size === 0) this.written.delete(accountId);
     }
   }
 

@@ -320,6 +320,31 @@ describe('GET /me from a view kept per account (decisions.md "GET /me"; api.md ย
     app.clock.advance(1);
     expect(JSON.parse(await meText(acc)).usage.contacts).toBe(1);
   });
+
+  it('in the last half second of the 2 s a GET /me starts the next read in the background and is answered from the kept view; the read then replaces it (no request waits while the account is asked about steadily)', async () => {
+    nextMinute(app);
+    const acc = await app.createAccount();
+    expect(JSON.parse(await meText(acc)).usage.contacts).toBe(0);
+    const now = new Date();
+    await app.rt.services.db
+      .insertInto('contacts')
+      .values({ id: newId(), account_id: acc.id, phone: freshPhone({ spelling: 'digits' }), created_at: now, updated_at: now })
+      .execute();
+    app.clock.advance(1_499);
+    expect(JSON.parse(await meText(acc)).usage.contacts).toBe(0);
+    app.clock.advance(1);
+    // This one starts the read and is answered at once from the kept text.
+    const kept = JSON.parse(await meText(acc));
+    expect(kept.usage).toMatchObject({ contacts: 0, apiCalls: 1 });
+    // The clock stands still: within the same 2 s, the view read in the background shows the contact.
+    let seen = kept;
+    for (let i = 0; i < 50 && seen.usage.contacts === 0; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      seen = JSON.parse(await meText(acc));
+    }
+    expect(seen.usage.contacts).toBe(1);
+    expect(seen.usage.apiCalls).toBeGreaterThan(kept.usage.apiCalls);
+  });
 });
 
 describe('invalid keys (api.md ยง5, decisions.md "Limits")', () => {
