@@ -74,12 +74,17 @@ export function removeTempDirs(): void {
   for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
-/** Starts `node dist/cli/main.js serve` and waits until /readyz answers 200. */
+/**
+ * Starts `node dist/cli/main.js serve` and waits until /readyz answers 200. Every figure's server
+ * takes BENCH_ENTRY (another build's dist/cli/main.js: A/B runs of one change) and
+ * BENCH_NODE_ARGS (flags for its node, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) unless told.
+ */
 export async function startServer(
   env: Record<string, string>,
-  /** nodeArgs: flags for node (e.g. --cpu-prof); entry: another build's main.js (A/B runs). */
   opts: { port?: number; nodeArgs?: string[]; entry?: string } = {},
 ): Promise<Server> {
+  const nodeArgs = opts.nodeArgs ?? process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const entry = opts.entry ?? process.env.BENCH_ENTRY ?? join(ROOT, 'dist/cli/main.js');
   const port = opts.port ?? (await freePort());
   const fullEnv: Record<string, string> = {
     PATH: process.env.PATH ?? '',
@@ -99,7 +104,7 @@ export async function startServer(
     SHUTDOWN_DRAIN_MS: '0',
     ...env,
   };
-  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.entry ?? join(ROOT, 'dist/cli/main.js'), 'serve'], {
+  const proc = spawn(process.execPath, [...nodeArgs, entry, 'serve'], {
     env: fullEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -34,13 +34,8 @@ async function main() {
   const only = process.env.BENCH_ONLY?.split(',');
   const want = (name: string) => !only || only.includes(name);
   const { env, db } = await serverEnv('bench');
-  // BENCH_ENTRY: another build's dist/cli/main.js (A/B runs of one change).
-  // BENCH_NODE_ARGS: flags for the server's node (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
-  const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean);
-  let server = await startServer(env, {
-    ...(process.env.BENCH_ENTRY ? { entry: process.env.BENCH_ENTRY } : {}),
-    ...(nodeArgs ? { nodeArgs } : {}),
-  });
+  // BENCH_ENTRY and BENCH_NODE_ARGS reach every figure's server (bench/lib.ts startServer).
+  let server = await startServer(env);
   try {
     if (want('me')) server = await meFigures(server);
     let floors = { plain: Number.NaN, withAttributes: Number.NaN };

@@ -24,24 +24,28 @@ import { ATTRIBUTE_KEY, ContactInput, MAX_ATTRIBUTES_PER_REQUEST } from './schem
 /** The largest file accepted (about 200,000 contacts with a few attributes). */
 export const IMPORT_MAX_MIB = 20;
 const IMPORT_MAX_BYTES = IMPORT_MAX_MIB * 1024 * 1024;
-/** Rows per transaction (one UPDATE and one INSERT each). */
-const BATCH = 1000;
 /**
- * On PGlite the database runs on the server's own thread: a batch's statements pause the event
- * loop for as long as they take, so its batches are smaller (shorter pauses, more of them).
+ * Rows per transaction (one UPDATE and one INSERT each). A batch's own work on the server's thread
+ * (building its arrays, reading its answers; on PGlite its statements too) is one stretch other
+ * requests wait behind: 1,000 rows held it 8–16 ms, 250 rows about a quarter of that, for a third
+ * fewer rows a second (docs/performance.md, "Contact CSV import").
  */
-const PGLITE_BATCH = 250;
+const BATCH = 250;
 /** Rows shown in the preview. */
 const PREVIEW_ROWS = 5;
 /** How long a claim holds an import without a committed batch before another run may take it. */
 const LEASE_MS = 60_000;
-/** How often a running import lets GET /me count the contacts again (its cached view dropped). */
-const VIEW_REFRESH_MS = 2_000;
 /**
  * The longest stretch of parsing and checking without giving the event loop a turn: other
- * requests are answered between slices (a whole batch of 1,000 rows is ~100–200 ms of CPU).
+ * requests are answered between slices (checking a batch of 250 rows is ~25–50 ms of CPU).
  */
-const SLICE_MS = 5;
+const SLICE_MS = 2;
+/**
+ * The parser reads the file in pieces of this many characters, each parsed in one go (≈ 150 rows,
+ * under a millisecond): a 64 KiB piece held the event loop longer than a slice (csv-parse parses
+ * what it is given before the loop reading its records gets a turn).
+ */
+const PIECE = 8_192;
 /** Failing rows returned with the import itself; the rest through GET …/failures. */
 const FAILURES_INLINE = 100;
 
@@ -92,14 +96,14 @@ export function csvText(body: Buffer): string {
 }
 
 /**
- * The file's records, parsed as a stream of 64 KiB pieces; a malformed file → 400 naming its line.
+ * The file's records, parsed as a stream of PIECE-character pieces; a malformed file → 400 naming its line.
  * Every SLICE_MS of work (this parse and what the caller does with each record) the event loop
  * gets a turn, so the server keeps answering while a 100,000-row file is read.
  */
 async function* records(text: string): AsyncGenerator<CsvRecord> {
   let since = performance.now();
   function* pieces() {
-    for (let i = 0; i < text.length; i += 65_536) yield text.slice(i, i + 65_536);
+    for (let i = 0; i < text.length; i += PIECE) yield text.slice(i, i + PIECE);
   }
   const parser = Readable.from(pieces()).pipe(
     parse({ relax_column_count: true, skip_empty_lines: true, info: true, bom: true, max_record_size: 1_000_000 }),
@@ -537,19 +541,13 @@ async function runImport(s: Services, imp: Claimed): Promise<number> {
   let processed = imp.processed_rows;
   let written = 0;
   let batch: (Checked | RowFailure)[] = [];
-  let viewDropped = performance.now();
-  const size = s.dbKind === 'postgres' ? BATCH : PGLITE_BATCH;
   const flush = async () => {
     const range = { first: lineOf(batch[0]), last: lineOf(batch.at(-1)), processed };
     const r = await s.db.transaction().execute((trx) => applyBatch(trx, s, account, imp, batch, seen, range));
     processed += batch.length;
     written += r.created + r.updated;
-    // GET /me counts the contacts: its cached view is dropped now and then, not after every
-    // batch (each drop makes the next GET /me count the account's contacts again).
-    if (r.created && performance.now() - viewDropped >= VIEW_REFRESH_MS) {
-      s.accountViews.changed(account.id);
-      viewDropped = performance.now();
-    }
+    // GET /me shows the growing count within its TTL (accounts/view-cache.ts reads it again in
+    // the background); the view is dropped only when the import ends.
     batch = [];
     await nextTurn();
   };
@@ -567,7 +565,7 @@ async function runImport(s: Services, imp: Claimed): Promise<number> {
         continue;
       }
       batch.push(checked);
-      if (batch.length >= size) await flush();
+      if (batch.length >= BATCH) await flush();
     }
     if (batch.length) await flush();
     await sql`
