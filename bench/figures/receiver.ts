@@ -6,6 +6,9 @@
 // set-wise processing, the outbox and the dispatcher). The figure is the highest offered rate at
 // which the 200's p99 ≤ 50 ms and every event arrived with p99 ≤ 1 s (issue 30: ≥ 800 messages/s).
 // `BENCH_INBOUND_RATES` (messages/s, comma-separated) changes the steps.
+// `BENCH_INBOUND_PROCESSES=2` (PostgreSQL only) starts a second server on the same database and
+// Redis and sends every other batch to it, as a load balancer in front of two processes would
+// (issue 30 item 5); the CPU per message is then both processes'.
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import {
@@ -20,6 +23,7 @@ import {
   quantile,
   type Server,
   sleep,
+  startServer,
   UNLIMITED,
 } from '../lib.js';
 import { record } from '../report.js';
@@ -59,6 +63,13 @@ export async function receiverFigure(server: Server): Promise<void> {
   const { phoneNumberId: graphId, wabaId, appSecret } = cloud;
   await must(admin(server.url, 'POST', `/accounts/${acc.id}/webhooks`, { url: hookUrl }), 201, 'create webhook');
 
+  const servers = [server];
+  if (process.env.BENCH_INBOUND_PROCESSES === '2' && server.env.DATABASE_URL?.startsWith('postgres')) {
+    const { PORT: _port, ...env } = server.env;
+    servers.push(await startServer(env));
+  }
+  const processes = servers.length;
+  const serverCpuMs = () => servers.reduce((sum, s) => sum + cpuMs(s.proc.pid), 0);
   let seq = 0;
 
   /** Offers `batchesPerS` signed batches a second for `seconds` (open loop) and waits for every event. */
@@ -68,7 +79,9 @@ export async function receiverFigure(server: Server): Promise<void> {
     let refused = 0;
     events.clear();
     duplicates = 0;
+    let posts = 0;
     const postBatch = async () => {
+      const target = servers[posts++ % processes] as Server;
       const t0 = performance.now();
       const wall = Date.now();
       const ts = String(Math.floor(wall / 1000));
@@ -101,7 +114,7 @@ export async function receiverFigure(server: Server): Promise<void> {
       const raw = JSON.stringify(payload);
       const signature = `sha256=${createHmac('sha256', appSecret).update(raw).digest('hex')}`;
       try {
-        const res = await fetch(`${server.url}/channels/whatsapp/webhook`, {
+        const res = await fetch(`${target.url}/channels/whatsapp/webhook`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature },
           body: raw,
@@ -116,7 +129,7 @@ export async function receiverFigure(server: Server): Promise<void> {
 
     // Open loop: a POST every 1000 / batchesPerS ms whether or not the previous ones were answered.
     const inFlight: Promise<void>[] = [];
-    const cpu0 = { server: cpuMs(server.proc.pid), pg: postgresCpuMs() };
+    const cpu0 = { server: serverCpuMs(), pg: postgresCpuMs() };
     const start = performance.now();
     const total = seconds * batchesPerS;
     for (let i = 0; i < total; i++) {
@@ -132,7 +145,7 @@ export async function receiverFigure(server: Server): Promise<void> {
     await sleep(300);
     // CPU per message over the offering and the backlog's end (the deliveries included).
     const n = Math.max(1, events.size);
-    const cpu = { server: (cpuMs(server.proc.pid) - cpu0.server) / n, pg: (postgresCpuMs() - cpu0.pg) / n };
+    const cpu = { server: (serverCpuMs() - cpu0.server) / n, pg: (postgresCpuMs() - cpu0.pg) / n };
     const queued: number[] = [];
     const delivered: number[] = [];
     for (const [wamid, e] of events) {
@@ -144,6 +157,7 @@ export async function receiverFigure(server: Server): Promise<void> {
     return { acks, refused, offered, expected, queued, delivered, events: events.size, duplicates, cpu };
   };
 
+  const on = processes === 1 ? '' : `, ${processes} processes`;
   let knee = 0;
   let last = '';
   for (const rate of RATES) {
@@ -155,7 +169,7 @@ export async function receiverFigure(server: Server): Promise<void> {
     if (pass) knee = rate;
     last = `${rate}/s: 200 p99 ${ackP99.toFixed(1)} ms, delivered p99 ${deliveredP99} ms`;
     record({
-      figure: `  new customers at ${rate} messages/s (${rate / PER_BATCH} batches/s): delivered`,
+      figure: `  new customers at ${rate} messages/s (${rate / PER_BATCH} batches/s${on}): delivered`,
       value: deliveredP99,
       unit: 'ms p99',
       floor: '-',
@@ -167,7 +181,7 @@ export async function receiverFigure(server: Server): Promise<void> {
     });
   }
   record({
-    figure: 'Cloud inbound capacity: new customers, signed batches of 10',
+    figure: `Cloud inbound capacity: new customers, signed batches of 10${on}`,
     value: knee,
     unit: 'msg/s',
     floor: '-',
@@ -177,6 +191,7 @@ export async function receiverFigure(server: Server): Promise<void> {
     pass: knee >= 800,
     note: `the highest rate with the 200 p99 ≤ ${ACK_GOAL_MS} ms and every message.received delivered p99 ≤ ${DELIVERED_GOAL_MS} ms; last step ${last}`,
   });
+  for (const extra of servers.slice(1)) await extra.stop();
   hook.closeAllConnections();
   hook.close();
 }
