@@ -35,6 +35,7 @@ import { createLimiter, createPacer } from './limits/index.js';
 import { DbUsageMeter } from './limits/usage.js';
 import { createLlmClient } from './llm/client.js';
 import { appAuthenticator } from './mcp/apps.js';
+import { SentMarks } from './messages/sent-marks.js';
 import { createMetrics } from './metrics/metrics.js';
 import type { Keyring } from './secrets/keyring.js';
 import { loadKeyring } from './secrets/load.js';
@@ -160,6 +161,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     inbound: { wake() {}, runOnce: async () => 0 },
     hotReads: new HotReads(database, config.database.kind === 'postgres' ? config.database.url : null, clock, log),
     liveEvents: new EventBus(database, config.database.kind === 'postgres' ? config.database.url : null, log),
+    sentMarks: new SentMarks(database.db),
     publicUrl: config.PUBLIC_URL ?? ownUrl(config.HOST, config.PORT),
     llm: createLlmClient(config, log, { observe: (outcome, seconds) => metrics.llmRequest(outcome, seconds) }),
     secrets: secrets.keyring,

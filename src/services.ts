@@ -11,6 +11,7 @@ import type { Clock } from './lib/clock.js';
 import type { Limiter, UsageMeter } from './limits/types.js';
 import type { LlmClient } from './llm/types.js';
 import type { AppAuthenticator } from './mcp/apps.js';
+import type { SentMarks } from './messages/sent-marks.js';
 import type { Metrics } from './metrics/metrics.js';
 import type { Keyring } from './secrets/keyring.js';
 
@@ -69,6 +70,8 @@ export interface Services {
   hotReads: HotReads;
   /** The console's live events of this process (console/bus.ts). */
   liveEvents: EventBus;
+  /** Sends' `sent` marks, written together per turn of the event loop (messages/sent-marks.ts). */
+  sentMarks: SentMarks;
   /**
    * Where clients reach this service (incoming webhook URLs): PUBLIC_URL, else this process's own
    * address once it listens (http://HOST:PORT, the port the system chose when PORT is 0).

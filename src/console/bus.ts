@@ -59,9 +59,20 @@ export const consoleEventFrom = (from: string, id: string, kind: ConsoleKind, da
   WHERE EXISTS (SELECT 1 FROM members m WHERE m.account_id = f.account_id AND m.status = 'active')
   RETURNING account_id, data::text AS d`;
 
+/**
+ * The NOTIFY of an event its statement wrote for an account with an active member (an SQL
+ * expression, void): `dataText` is the written row's `data::text`.
+ */
+export const notifyWritten = (
+  accountId: RawBuilder<unknown>,
+  eventId: RawBuilder<unknown> | string,
+  kind: ConsoleKind,
+  dataText: RawBuilder<unknown>,
+): RawBuilder<unknown> => sql`pg_notify(${CHANNEL}, ${payload(accountId, eventId, kind, dataText)})`;
+
 /** A scalar subquery: the NOTIFY of the event `consoleEventFrom` wrote in CTE `cte`, if it wrote one. */
 export const notifyEventOf = (cte: string, id: string, kind: ConsoleKind): RawBuilder<unknown> =>
-  sql`(SELECT pg_notify(${CHANNEL}, ${payload(sql`e.account_id`, id, kind, sql`e.d`)}) FROM ${sql.table(cte)} e)`;
+  sql`(SELECT ${notifyWritten(sql`e.account_id`, id, kind, sql`e.d`)} FROM ${sql.table(cte)} e)`;
 
 /**
  * A console-only event: the row (for Last-Event-ID) and its notification, in one statement, only
@@ -98,9 +109,7 @@ export async function conversationUpdated(ex: Executor, conversationIds: string 
           ELSE jsonb_build_object('type', c.handling_type, 'id', c.handling_id, 'name', c.handling_name) END),
         false, now() FROM c
       RETURNING id, account_id, data::text AS d)
-    SELECT pg_notify(${CHANNEL}, ${payload(sql`ev.account_id`, sql`ev.id`, 'conversation.updated', sql`ev.d`)}) FROM ev ORDER BY ev.id`.execute(
-    ex,
-  );
+    SELECT ${notifyWritten(sql`ev.account_id`, sql`ev.id`, 'conversation.updated', sql`ev.d`)} FROM ev ORDER BY ev.id`.execute(ex);
 }
 
 export interface LiveEvent {

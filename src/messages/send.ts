@@ -5,10 +5,8 @@
 // with an origin or a new contact under a contact limit) → provider.send outside any transaction
 // → store wamid and `sent` → apply early reports.
 
-import { sql } from 'kysely';
 import { throughputBusyError, throughputBusyReason } from '../channel/paced.js';
 import { ProviderError, ThroughputBusy } from '../channel/types.js';
-import { consoleEventFrom, notifyEventOf } from '../console/bus.js';
 import { getContact, markMarketingOptOut } from '../contacts/service.js';
 import { getConversationRow, touchInboundWindow, windowOpen } from '../conversations/service.js';
 import { transaction } from '../db/retry.js';
@@ -89,29 +87,20 @@ async function deliver(s: Services, pending: MessageRow, call: () => Promise<str
     throw await failAtSend(s, pending, err, social);
   }
   const at = s.clock.now();
-  // The row as the update below leaves it, so its `message.sent` for the console's live inbox
+  // The row as the update leaves it, so its `message.sent` for the console's live inbox
   // (console/bus.ts) rides in the same statement: written only for accounts with an active member.
   const record = messageView({ ...pending, wamid, status: 'sent', sent_at: at, updated_at: at });
-  const eventId = newId();
-  // The same statement asks whether a report came first (early_statuses): nearly every send finds
-  // none, and then its `sent` costs this one round trip. A report kept while this statement runs
-  // is not seen by it (its snapshot is older) but is not lost: one carrying our message id (every
-  // Cloud send's and the sandbox's) waits for this row's lock in reconcileInTrx and, finding it
-  // `sent`, is kept and applied by its own look after its commit, which sees this one; one
-  // without it is applied by the `case-timeouts` job's sweep (messages/status.ts).
-  const updated = await sql<{ id: string; notified: unknown; early: boolean }>`
-    WITH m AS (
-      UPDATE messages SET wamid = ${wamid}, status = 'sent', sent_at = ${at}, updated_at = ${at}
-      WHERE id = ${pending.id} AND status = 'pending' AND wamid IS NULL
-      RETURNING *),
-    ev AS (${consoleEventFrom('m', eventId, 'message.sent', JSON.stringify(record), at)})
-    SELECT m.id, ${notifyEventOf('ev', eventId, 'message.sent')} AS notified,
-      EXISTS (SELECT 1 FROM early_statuses WHERE wamid = ${wamid}) AS early
-    FROM m`.execute(s.db);
+  // Written with the other sends of this turn (messages/sent-marks.ts). The same statement asks
+  // whether a report came first (early_statuses): nearly every send finds none, and then its `sent`
+  // costs no round trip of its own. A report kept while this statement runs is not seen by it (its
+  // snapshot is older) but is not lost: one carrying our message id (every Cloud send's and the
+  // sandbox's) waits for this row's lock in reconcileInTrx and, finding it `sent`, is kept and
+  // applied by its own look after its commit, which sees this one; one without it is applied by
+  // the `case-timeouts` job's sweep (messages/status.ts).
+  const outcome = await s.sentMarks.mark({ messageId: pending.id, wamid, at, eventId: newId(), record: JSON.stringify(record) });
   // The 201 shows the status at acceptance (`sent`); reports that came first apply right after.
-  const row = updated.rows[0];
-  if (row) {
-    if (row.early) await applyEarlyStatuses(s, wamid);
+  if (outcome.updated) {
+    if (outcome.early) await applyEarlyStatuses(s, wamid);
     return record;
   }
   const moved = await alreadyMoved(s, pending.id, wamid);

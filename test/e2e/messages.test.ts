@@ -138,6 +138,45 @@ describe('POST /messages (api.md §4)', () => {
     expect(await db.selectFrom('conversations').select('id').where('account_id', '=', acc.id).execute()).toHaveLength(1);
   });
 
+  it('sends answered in the same turn are marked `sent` together (messages/sent-marks.ts): 30 at once → 30 × 201 `sent`, each row with its own wamid and time; a mark of a message no longer `pending` changes nothing beside the others', async () => {
+    const acc = await app.createAccount();
+    const t = await template(acc);
+    const sent = await Promise.all(
+      Array.from({ length: 30 }, () => acc.call('POST', '/messages', { to: freshPhone(), template: { id: t.id } })),
+    );
+    expect(sent.map((r) => r.status)).toEqual(Array(30).fill(201));
+    expect(sent.every((r) => r.body.status === 'sent' && r.body.wamid)).toBe(true);
+    expect(new Set(sent.map((r) => r.body.wamid)).size).toBe(30);
+    const db = app.rt.services.db;
+    const rows = await db.selectFrom('messages').select(['id', 'status', 'wamid', 'sent_at']).where('account_id', '=', acc.id).execute();
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    for (const r of sent) {
+      const row = byId.get(r.body.id);
+      expect(row).toMatchObject({ status: 'sent', wamid: r.body.wamid });
+      expect(row?.sent_at?.toISOString()).toBe(r.body.statusTimes.sent);
+    }
+    // One statement, three marks: a message already `sent`, one that does not exist, one still `pending`.
+    const [first, second] = [sent[0]!.body, sent[1]!.body];
+    await db.updateTable('messages').set({ status: 'pending', wamid: null, sent_at: null }).where('id', '=', second.id).execute();
+    const at = app.clock.now();
+    const mark = (messageId: string, wamid: string) =>
+      app.rt.services.sentMarks.mark({ messageId, wamid, at, eventId: newId(), record: JSON.stringify({ id: messageId }) });
+    const outcomes = await Promise.all([mark(first.id, 'wamid.other'), mark(newId(), 'wamid.none'), mark(second.id, 'wamid.again')]);
+    expect(outcomes).toEqual([
+      { updated: false, early: false },
+      { updated: false, early: false },
+      { updated: true, early: false },
+    ]);
+    expect(await db.selectFrom('messages').select(['status', 'wamid']).where('id', '=', first.id).executeTakeFirst()).toEqual({
+      status: 'sent',
+      wamid: first.wamid,
+    });
+    expect(await db.selectFrom('messages').select(['status', 'wamid']).where('id', '=', second.id).executeTakeFirst()).toEqual({
+      status: 'sent',
+      wamid: 'wamid.again',
+    });
+  });
+
   it('"404 (template no longer exists)" after DELETE; a template "not yet approved" → 409; another account\'s → 404', async () => {
     const acc = await app.createAccount();
     const other = await app.createAccount();
