@@ -3,7 +3,8 @@
 // first. Sends whose provider answered in the same turn of the event loop are written by one
 // statement — one commit instead of one each, the same rows and events as one by one. A send
 // waits at most one turn for the others; the statement takes at most MAX_MARKS of them, the rest
-// go in the next. If the statement fails, every send in it gets the error (as one alone would).
+// go in the next. If the statement fails, each mark is written alone, so only a send whose own
+// mark fails gets an error (as it would alone).
 // (docs/architecture.md "Sending"; performance.md "The sent marks")
 
 import { sql } from 'kysely';
@@ -69,7 +70,20 @@ export class SentMarks {
       );
       for (const w of batch) w.resolve(outcomes.get(w.mark.messageId) ?? { updated: false, early: false });
     } catch (err) {
-      for (const w of batch) w.reject(err);
+      if (batch.length === 1) {
+        batch[0]?.reject(err);
+        return;
+      }
+      // One mark the database refuses (a provider id it cannot store) must not fail the others:
+      // each is written alone, and only its own send gets its error.
+      await Promise.all(
+        batch.map((w) =>
+          writeSentMarks(this.db, [w.mark]).then(
+            (outcomes) => w.resolve(outcomes.get(w.mark.messageId) ?? { updated: false, early: false }),
+            w.reject,
+          ),
+        ),
+      );
     }
   }
 }

@@ -175,6 +175,19 @@ describe('POST /messages (api.md §4)', () => {
       status: 'sent',
       wamid: 'wamid.again',
     });
+    // A mark the database refuses (a NUL in the provider id) fails alone; the one beside it is written.
+    const [third, fourth] = [sent[2]!.body, sent[3]!.body];
+    await db
+      .updateTable('messages')
+      .set({ status: 'pending', wamid: null, sent_at: null })
+      .where('id', 'in', [third.id, fourth.id])
+      .execute();
+    const [bad, good] = await Promise.allSettled([mark(third.id, 'wamid.\u0000'), mark(fourth.id, 'wamid.fourth')]);
+    expect(bad.status).toBe('rejected');
+    expect(good).toEqual({ status: 'fulfilled', value: { updated: true, early: false } });
+    const statusOf = (id: string) => db.selectFrom('messages').select(['status', 'wamid']).where('id', '=', id).executeTakeFirst();
+    expect(await statusOf(third.id)).toEqual({ status: 'pending', wamid: null });
+    expect(await statusOf(fourth.id)).toEqual({ status: 'sent', wamid: 'wamid.fourth' });
   });
 
   it('"404 (template no longer exists)" after DELETE; a template "not yet approved" → 409; another account\'s → 404', async () => {
