@@ -119,11 +119,11 @@ export class AccountViewCache {
   }
 
   private read(accountId: string, period: Period, now: number): Entry {
-    const { writes, started } = this.usage;
+    const { writes, started, busy } = this.usage;
     const data = Promise.all([this.usage.recorded(accountId, period), readPhoneNumbers(this.db, accountId)]).then(
       ([usage, numbers]): Stored => {
         // Exact only if no batch write was under way while the database was read.
-        const exact = started === writes && this.usage.started === started;
+        const exact = !busy && this.usage.started === started;
         const written = exact ? (Object.fromEntries(BATCHED.map((r) => [r, this.usage.writtenOf(accountId, period, r)])) as Written) : null;
         entry.ready = { usage, numbers, written, writes };
         return entry.ready;

@@ -106,8 +106,10 @@ export interface UsageMeter {
   recorded(accountId: string, period: Period): Promise<UsageSnapshot>;
   /** Batches written so far (reads of the database from before the last one are stale). */
   readonly writes: number;
-  /** Batches begun so far: one is being written while `started !== writes`. */
+  /** Batches begun so far (written, or failed and put back). */
   readonly started: number;
+  /** A batch is being written now: a read of the database meanwhile may or may not see it. */
+  readonly busy: boolean;
   /** What this process's batches wrote in `period`, in all: a read older than a batch adds the difference. */
   writtenOf(accountId: string, period: Period, resource: 'apiCalls' | 'automationSteps' | 'automationHttpRequests'): number;
   /** Writes pending counts now (shutdown, tests). */

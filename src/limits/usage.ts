@@ -43,8 +43,10 @@ export class DbUsageMeter implements UsageMeter {
   private flushing: Promise<void> = Promise.resolve();
   /** Batches written so far: a read of the database counters older than the last one is stale. */
   writes = 0;
-  /** Batches begun so far: `started !== writes` while one is being written. */
+  /** Batches begun so far (written, or failed and put back). */
   started = 0;
+  /** A batch is being written now. */
+  busy = false;
   /** What this process's batches wrote, in all (for the current and the last quota month). */
   private written: Counts = new Map();
 
@@ -92,6 +94,7 @@ export class DbUsageMeter implements UsageMeter {
     this.pending = new Map();
     this.writing = batch;
     this.started += 1;
+    this.busy = true;
     const rows = [...batch].flatMap(([accountId, periods]) =>
       [...periods].flatMap(([period, resources]) =>
         [...resources].map(([resource, count]) => ({ account_id: accountId, period_start: new Date(period), resource, count })),
@@ -114,6 +117,7 @@ export class DbUsageMeter implements UsageMeter {
       throw e;
     } finally {
       this.writing = new Map();
+      this.busy = false;
     }
   }
 
