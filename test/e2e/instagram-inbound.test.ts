@@ -203,6 +203,31 @@ describe('"Direct message … emits message.received with data {id, source: "soc
     expect(conv.body.openCaseId).not.toBeNull();
   });
 
+  it("a body with several direct messages is stored as one batch: two customers, a mid repeated, each message once and each customer's in order", async () => {
+    const ig = await instagramAccount();
+    const [ana, beto] = [userId(), userId()];
+    const repeated = newMid();
+    const at = ms() - 10_000;
+    const messaging = [
+      { ...dm(ig, ana, 'uno', repeated), timestamp: at },
+      { ...dm(ig, beto, 'hola'), timestamp: at + 1 },
+      { ...dm(ig, ana, 'dos'), timestamp: at + 2 },
+      { ...dm(ig, ana, 'uno', repeated), timestamp: at },
+      { ...dm(ig, ana, 'tres'), timestamp: at + 3 },
+    ];
+    expect((await postWebhook(envelope(ig, messaging), ig.appSecret)).status).toBe(200);
+    const received = (await app.events(ig.acc.id, 'message.received')).map((e) => e.data);
+    expect(received.map((d) => d.text)).toEqual(['uno', 'hola', 'dos', 'tres']);
+    const conversationOf = (customer: string) =>
+      new Set(received.filter((d) => d.contact.socialchat.id === customer).map((d) => d.conversationId));
+    expect(conversationOf(ana).size).toBe(1);
+    expect(conversationOf(beto).size).toBe(1);
+    const [anaConversation] = [...conversationOf(ana)];
+    const msgs = await ig.acc.call('GET', `/conversations/${anaConversation}/messages`);
+    expect(msgs.body.data.map((m: { text: string }) => m.text).sort()).toEqual(['dos', 'tres', 'uno']);
+    expect(await app.events(ig.acc.id, 'contact.created')).toHaveLength(2);
+  });
+
   it('"Echoes (message.is_echo), reads and reactions produce no message.received"; unknown parts are skipped', async () => {
     const ig = await instagramAccount();
     const customer = userId();

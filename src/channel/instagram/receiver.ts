@@ -1,8 +1,15 @@
 // The Instagram webhook, once parsed: find the social accounts it names, check the signature with
-// their app secrets, and run every direct message through the one inbound path and every read
-// through the status machine. Idempotent (Meta re-sends): messages dedupe on the mid, statuses
-// only move forward. Mirrors ../cloud/receiver.ts.
-import { receiveInbound } from '../../conversations/inbound.js';
+// their app secrets, and run the direct messages through the one inbound path together (one
+// batch: conversations/inbound.ts, set-wise), then every comment and read in order through their
+// own paths (a read of a message of the same body finds it stored). Idempotent (Meta re-sends):
+// messages dedupe on the mid, statuses only move forward. Mirrors ../cloud/receiver.ts.
+import {
+  type InboundInput,
+  type InboundRefusal,
+  type InboundResult,
+  receiveInbound,
+  receiveInboundBatch,
+} from '../../conversations/inbound.js';
 import type { SocialAccountRow } from '../../db/types.js';
 import { ApiError } from '../../http/errors.js';
 import { reportStatus } from '../../messages/status.js';
@@ -69,16 +76,55 @@ export async function handleInstagramWebhook(
     return outcome;
   }
 
+  const messages: InboundInput[] = [];
+  const others: [ParsedComment | ParsedRead, SocialAccountRow][] = [];
   for (const item of items) {
     const account = accounts.get(item.igUserId);
     if (!account) {
       s.log.warn({ igUserId: item.igUserId }, 'instagram webhook for an account that is not ours or not verified');
       outcome.skipped += 1;
-    } else if (item.kind === 'message') await guarded(s, outcome, () => processMessage(s, item, account, outcome));
-    else if (item.kind === 'comment') await guarded(s, outcome, () => processComment(s, item, account, outcome));
+    } else if (item.kind === 'message') messages.push(inboundOf(item, account));
+    else others.push([item, account]);
+  }
+  await processMessages(s, messages, outcome);
+  for (const [item, account] of others) {
+    if (item.kind === 'comment') await guarded(s, outcome, () => processComment(s, item, account, outcome));
     else await guarded(s, outcome, () => processRead(s, item, account, outcome));
   }
   return outcome;
+}
+
+const inboundOf = (item: ParsedDirectMessage, account: SocialAccountRow): InboundInput => ({
+  accountId: account.account_id,
+  phoneNumberId: null,
+  socialchat: item.userId,
+  socialAccountId: account.id,
+  providerMessageId: item.mid,
+  type: item.type,
+  text: item.text,
+  timestamp: item.timestamp,
+});
+
+/**
+ * The body's direct messages as one batch, in their order. A batch whose transaction fails (not a
+ * refusal of one message: those come back one by one) runs again a message at a time, so one
+ * message that cannot be stored does not hold back the others.
+ */
+async function processMessages(s: Services, inputs: InboundInput[], outcome: InstagramOutcome): Promise<void> {
+  if (inputs.length === 0) return;
+  let results: (InboundResult | InboundRefusal)[];
+  try {
+    results = await receiveInboundBatch(s, inputs);
+  } catch (err) {
+    if (inputs.length === 1) return tally(s, outcome, err);
+    for (const input of inputs) await guarded(s, outcome, () => processMessage(s, input, outcome));
+    return;
+  }
+  for (const r of results) {
+    if (r instanceof Error) tally(s, outcome, r);
+    else if (r.duplicate) outcome.duplicates += 1;
+    else outcome.messages += 1;
+  }
 }
 
 /** Runs one item; our own refusals (ApiError) are logged and skipped, other failures counted. */
@@ -86,27 +132,23 @@ async function guarded(s: Services, outcome: InstagramOutcome, fn: () => Promise
   try {
     await fn();
   } catch (err) {
-    if (err instanceof ApiError) {
-      s.log.warn({ code: err.code }, 'instagram webhook item refused');
-      outcome.skipped += 1;
-    } else {
-      s.log.error({ err }, 'instagram webhook item failed');
-      outcome.failed += 1;
-    }
+    tally(s, outcome, err);
   }
 }
 
-async function processMessage(s: Services, item: ParsedDirectMessage, account: SocialAccountRow, outcome: InstagramOutcome): Promise<void> {
-  const r = await receiveInbound(s, {
-    accountId: account.account_id,
-    phoneNumberId: null,
-    socialchat: item.userId,
-    socialAccountId: account.id,
-    providerMessageId: item.mid,
-    type: item.type,
-    text: item.text,
-    timestamp: item.timestamp,
-  });
+/** An item that did not go through: our own refusal (ApiError) is skipped, anything else failed. */
+function tally(s: Services, outcome: InstagramOutcome, err: unknown): void {
+  if (err instanceof ApiError) {
+    s.log.warn({ code: err.code }, 'instagram webhook item refused');
+    outcome.skipped += 1;
+  } else {
+    s.log.error({ err }, 'instagram webhook item failed');
+    outcome.failed += 1;
+  }
+}
+
+async function processMessage(s: Services, input: InboundInput, outcome: InstagramOutcome): Promise<void> {
+  const r = await receiveInbound(s, input);
   if (r.duplicate) outcome.duplicates += 1;
   else outcome.messages += 1;
 }
