@@ -4,8 +4,10 @@
 // statement — one commit instead of one each, the same rows and events as one by one. A send
 // waits at most one turn for the others; the statement takes at most MAX_MARKS of them, the rest
 // go in the next. If the statement fails, each mark is written alone, so only a send whose own
-// mark fails gets an error (as it would alone).
-// (docs/architecture.md "Sending"; performance.md "The sent marks")
+// mark fails gets an error (as it would alone). The statement locks its messages' rows in no set
+// order; a deadlock with another writer of several of them (a batch of status reports) aborts
+// it, and the marks then go one by one like any other failure.
+// (docs/architecture.md "Send"; docs/performance.md "Issue 30's figures on a quiet machine")
 
 import { sql } from 'kysely';
 import { notifyWritten } from '../console/bus.js';
