@@ -90,6 +90,17 @@ describe.skipIf(!haveBrowser)('Agentes de IA, in chromium', () => {
     await page.getByRole('checkbox', { name: 'Obligatorio' }).nth(1).check();
     await page.getByRole('textbox', { name: 'Reglas para pasar a una persona' }).fill('Si pide un descuento\nSi se queja de un envío');
     await page.getByRole('textbox', { name: 'Modelo' }).fill('qwen2.5:7b');
+    // A slow machine's reads: a read of the agent from here on is held until the next edits are
+    // typed. The page must not reread it after the save: a late reread remounted the form over
+    // what was typed after "Guardamos…" showed (CI, stop 35).
+    let release = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    await page.route(`**/agents/${agent.id}`, async (route) => {
+      if (route.request().method() === 'GET') await held;
+      await route.continue();
+    });
     await page.getByRole('button', { name: 'Guardar' }).click();
     await page.getByText('Guardamos la configuración (versión 2).').waitFor();
 
@@ -114,6 +125,8 @@ describe.skipIf(!haveBrowser)('Agentes de IA, in chromium', () => {
     // A data name with a space and 0 turns: the server's problems, each next to its field; the first invalid one focused.
     await page.getByRole('textbox', { name: 'Nombre del dato 2' }).fill('cantidad pedida');
     await page.getByRole('spinbutton', { name: 'Máximo de turnos' }).fill('0');
+    release();
+    await page.waitForTimeout(300); // what a held read would do to the form, it has done by now
     await page.getByRole('button', { name: 'Guardar' }).click();
     const name2 = page.getByRole('textbox', { name: 'Nombre del dato 2' });
     await until(async () => (await name2.getAttribute('aria-invalid')) === 'true', { what: 'the field name error' });

@@ -82,9 +82,12 @@ export function AgentDetail({ base, id, onDenied }: { base: string; id: string; 
           path={path}
           agent={a}
           onSaved={(saved) => {
+            // The saved agent is the page's data at once: reloading it instead left a moment in
+            // which "Guardamos…" showed over the old form, which the reload's answer then
+            // remounted (key = version), throwing away whatever was typed meanwhile.
+            one.set(saved);
             setMessage(t.saved(saved.version));
             setError('');
-            setVersion((v) => v + 1);
           }}
         />
       </section>

@@ -8,6 +8,8 @@ export interface Loaded<T> {
   data: T | null;
   error: string;
   reload: () => void;
+  /** Adopt what the server answered a change with, in the render that reports the change. */
+  set: (d: T) => void;
 }
 
 export const messageOf = (e: unknown): string => (e instanceof ApiError ? e.message : texts.offline);
@@ -35,5 +37,5 @@ export function useLoad<T>(path: string, onDenied: () => void, version = 0): Loa
       live = false;
     };
   }, [path, tick, version]);
-  return { data, error, reload: () => setTick((t) => t + 1) };
+  return { data, error, reload: () => setTick((t) => t + 1), set: setData };
 }
