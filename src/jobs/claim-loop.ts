@@ -124,7 +124,9 @@ export class ClaimLoop<T> {
     const p = this.o
       .run(row, () => this.stopping)
       .finally(() => {
-        this.inFlight.delete(id);
+        // Only its own entry: a claim that lapsed while this run went on may have been taken
+        // again by this process, and that run, under the same id, is still going.
+        if (this.inFlight.get(id) === p) this.inFlight.delete(id);
         // A slot freed: more may be due.
         if (this.started && !this.stopping) this.pump();
       });
