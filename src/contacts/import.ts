@@ -26,9 +26,10 @@ export const IMPORT_MAX_MIB = 20;
 const IMPORT_MAX_BYTES = IMPORT_MAX_MIB * 1024 * 1024;
 /**
  * Rows per transaction (one UPDATE and one INSERT each). A batch's own work on the server's thread
- * (building its arrays, reading its answers; on PGlite its statements too) is one stretch other
- * requests wait behind: 1,000 rows held it 8–16 ms, 250 rows about a quarter of that, for a third
- * fewer rows a second (docs/performance.md, "Issue 27's two figures on a quiet machine").
+ * (building its arrays, reading its answers) is one stretch other requests wait behind: 1,000 rows
+ * held it 8–16 ms, 250 rows about a quarter of that, for a third fewer rows a second
+ * (docs/performance.md, "Issue 27's two figures on a quiet machine"). PGlite's statements ran on
+ * that thread too until the embedded database got its own (docs/architecture.md).
  */
 const BATCH = 250;
 /** Rows shown in the preview. */

@@ -1,10 +1,10 @@
 // Opens the configured database (PGlite on disk or in memory, or PostgreSQL) behind one Kysely type.
 import { mkdirSync } from 'node:fs';
-import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.js';
 import { PGliteDialect } from './pglite-dialect.js';
+import { EmbeddedDatabase } from './pglite-thread.js';
 import type { Database } from './types.js';
 
 export type Db = Kysely<Database>;
@@ -15,8 +15,8 @@ export type Executor = Db | Trx;
 export interface OpenDb {
   db: Db;
   kind: Config['database']['kind'];
-  /** The underlying PGlite (embedded only): tests dump and load its data directory. */
-  pglite?: PGlite;
+  /** The underlying PGlite on its thread (embedded only): LISTEN, and tests dump its data directory. */
+  pglite?: EmbeddedDatabase;
   pool?: pg.Pool;
   close(): Promise<void>;
 }
@@ -55,10 +55,9 @@ export async function openDatabase(database: Config['database'], opts: OpenOptio
     mkdirSync(database.dataDir, { recursive: true });
     dataDir = database.dataDir;
   }
-  const pglite = await PGlite.create({
+  const pglite = await EmbeddedDatabase.open({
     ...(dataDir ? { dataDir } : {}),
     ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
-    parsers: { 20: (v: string) => Number(v) },
   });
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
   return { db, kind: database.kind, pglite, close: () => db.destroy() };

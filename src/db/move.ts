@@ -4,7 +4,6 @@
 // record's output form, parsed back by the target's record input), a batch per round trip.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { PGlite, Transaction } from '@electric-sql/pglite';
 import type pg from 'pg';
 import { type OpenDb, openDatabase } from './index.js';
 import { migrate } from './migrate.js';
@@ -21,6 +20,7 @@ import {
   SESSION_SETTINGS,
   tables,
 } from './move-catalog.js';
+import type { EmbeddedDatabase, EmbeddedTx } from './pglite-thread.js';
 
 /** A refusal before anything was written: the message says why, the command exits 1. */
 export class MoveRefused extends Error {}
@@ -51,7 +51,7 @@ export interface MoveResult {
 }
 
 const fromPglite =
-  (db: PGlite | Transaction): Query =>
+  (db: EmbeddedTx): Query =>
   async (text, params) =>
     (await db.query(text, params)).rows as never[];
 const fromPg =
@@ -181,7 +181,7 @@ async function refuseNonEmpty(q: Query, names: string[]): Promise<void> {
 
 /** The whole copy in one transaction on the target: a failure leaves its tables empty. */
 async function copyAll(
-  lite: PGlite,
+  lite: EmbeddedDatabase,
   client: pg.PoolClient,
   order: string[],
   info: Map<string, { writable: string[] }>,

@@ -1,8 +1,8 @@
 // A Kysely dialect for PGlite. PGlite is one connection; kysely-pglite interleaved other queries
 // into open transactions (design/architecture.md). Here every query and every transaction holds
 // one mutex from acquireConnection to releaseConnection, and a transaction runs inside
-// pglite.transaction(), so nothing else reaches the connection while it is open.
-import type { PGlite, Transaction } from '@electric-sql/pglite';
+// pglite.transaction() on the database's thread (pglite-thread.ts), so nothing else reaches the
+// connection while it is open.
 import {
   type CompiledQuery,
   type DatabaseConnection,
@@ -13,6 +13,7 @@ import {
   PostgresQueryCompiler,
   type QueryResult,
 } from 'kysely';
+import type { EmbeddedDatabase } from './pglite-thread.js';
 
 /** FIFO mutex. */
 export class Mutex {
@@ -29,21 +30,15 @@ export class Mutex {
 }
 
 class PGliteConnection implements DatabaseConnection {
-  tx: Transaction | null = null;
-  private finish: ((commit: boolean) => void) | null = null;
-  private done: Promise<unknown> | null = null;
-  constructor(private readonly pg: PGlite) {}
+  constructor(private readonly pg: EmbeddedDatabase) {}
 
   async executeQuery<R>(q: CompiledQuery): Promise<QueryResult<R>> {
-    const target = this.tx ?? this.pg;
     if (q.parameters.length === 0 && q.query.kind === 'RawNode') {
       // Raw text without parameters may hold several statements (migrations): simple protocol,
       // as pg does for the same call.
-      const all = await target.exec(q.sql);
-      const last = all[all.length - 1];
-      return { rows: (last?.rows ?? []) as R[] };
+      return { rows: (await this.pg.exec(q.sql)).rows as R[] };
     }
-    const res = await target.query<R>(q.sql, q.parameters as unknown[]);
+    const res = await this.pg.query<R>(q.sql, q.parameters as unknown[]);
     const affected = res.affectedRows;
     return {
       rows: res.rows,
@@ -55,47 +50,12 @@ class PGliteConnection implements DatabaseConnection {
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('streamQuery is not supported on PGlite');
   }
-
-  begin(): Promise<void> {
-    return new Promise<void>((started, failed) => {
-      this.done = this.pg
-        .transaction(
-          (tx) =>
-            new Promise<void>((resolve, reject) => {
-              this.tx = tx;
-              this.finish = (commit) => (commit ? resolve() : reject(new RollbackSignal()));
-              started();
-            }),
-        )
-        .catch((e) => {
-          if (!(e instanceof RollbackSignal)) {
-            if (this.tx === null) failed(e);
-            throw e;
-          }
-        });
-    });
-  }
-
-  async end(commit: boolean): Promise<void> {
-    const finish = this.finish;
-    const done = this.done;
-    this.finish = null;
-    this.done = null;
-    finish?.(commit);
-    try {
-      await done;
-    } finally {
-      this.tx = null;
-    }
-  }
 }
-
-class RollbackSignal extends Error {}
 
 class PGliteDriver implements Driver {
   private readonly mutex = new Mutex();
   private readonly releases = new WeakMap<PGliteConnection, () => void>();
-  constructor(private readonly pg: PGlite) {}
+  constructor(private readonly pg: EmbeddedDatabase) {}
 
   async init(): Promise<void> {}
 
@@ -108,14 +68,14 @@ class PGliteDriver implements Driver {
     return conn;
   }
 
-  async beginTransaction(conn: DatabaseConnection): Promise<void> {
-    await (conn as PGliteConnection).begin();
+  async beginTransaction(): Promise<void> {
+    await this.pg.begin();
   }
-  async commitTransaction(conn: DatabaseConnection): Promise<void> {
-    await (conn as PGliteConnection).end(true);
+  async commitTransaction(): Promise<void> {
+    await this.pg.end(true);
   }
-  async rollbackTransaction(conn: DatabaseConnection): Promise<void> {
-    await (conn as PGliteConnection).end(false);
+  async rollbackTransaction(): Promise<void> {
+    await this.pg.end(false);
   }
 
   async releaseConnection(conn: DatabaseConnection): Promise<void> {
@@ -136,7 +96,7 @@ class PGliteDriver implements Driver {
 }
 
 export class PGliteDialect implements Dialect {
-  constructor(private readonly pg: PGlite) {}
+  constructor(private readonly pg: EmbeddedDatabase) {}
   createAdapter() {
     return new PostgresAdapter();
   }
