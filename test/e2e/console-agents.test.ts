@@ -160,6 +160,15 @@ describe.skipIf(!haveBrowser)('Agentes de IA, in chromium', () => {
     const [made] = (await app.admin('GET', `/accounts/${acc.id}/agents`)).body.data;
     expect(made).toMatchObject({ name: 'Postventa', status: 'paused', version: '1' });
     await page.getByText(/^Ningún número usa este agente/).waitFor();
+    // Activar, then Pausar: the state line follows the server's answer, read back through the API.
+    await page.getByRole('button', { name: 'Activar' }).click();
+    await page.getByText('El agente está activo: contesta en los números que lo usan.').waitFor();
+    await page.getByRole('button', { name: 'Pausar' }).waitFor();
+    expect((await app.admin('GET', `/accounts/${acc.id}/agents/${made.id}`)).body.status).toBe('active');
+    await page.getByRole('button', { name: 'Pausar' }).click();
+    await page.getByText('El agente está pausado: no contesta hasta que lo actives.').waitFor();
+    await page.getByRole('button', { name: 'Activar' }).waitFor();
+    expect((await app.admin('GET', `/accounts/${acc.id}/agents/${made.id}`)).body.status).toBe('paused');
     expect(errors).toEqual([]);
     await page.close();
   }, 60_000);

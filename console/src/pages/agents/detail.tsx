@@ -15,8 +15,7 @@ export function AgentDetail({ base, id, onDenied }: { base: string; id: string; 
   const heading = useRef<HTMLHeadingElement>(null);
   useFocusOnChange(heading, `agentes/${id}`);
   const path = `${base}/agents/${encodeURIComponent(id)}`;
-  const [version, setVersion] = useState(0);
-  const one = useLoad<Agent>(path, onDenied, version);
+  const one = useLoad<Agent>(path, onDenied);
   const numbers = useLoad<{ data: PhoneNumber[] }>(`${base}/phone-numbers`, onDenied);
   const [message, setMessage] = useState(new URLSearchParams(location.search).has('creado') ? t.created : '');
   const [error, setError] = useState('');
@@ -39,10 +38,9 @@ export function AgentDetail({ base, id, onDenied }: { base: string; id: string; 
   const toggle = async () => {
     setBusy(true);
     try {
-      await call('PATCH', path, { status: active ? 'paused' : 'active' });
+      one.set(await call<Agent>('PATCH', path, { status: active ? 'paused' : 'active' }));
       setMessage(active ? t.paused : t.activated);
       setError('');
-      setVersion((v) => v + 1);
     } catch (e) {
       setMessage('');
       setError(messageOf(e));
@@ -82,9 +80,9 @@ export function AgentDetail({ base, id, onDenied }: { base: string; id: string; 
           path={path}
           agent={a}
           onSaved={(saved) => {
-            // The saved agent is the page's data at once: reloading it instead left a moment in
-            // which "Guardamos…" showed over the old form, which the reload's answer then
-            // remounted (key = version), throwing away whatever was typed meanwhile.
+            // The saved agent is the page's data at once (as after Activar / Pausar): reloading it
+            // instead left a moment in which "Guardamos…" showed over the old form, which the
+            // reload's answer then remounted (key = version), throwing away what was typed meanwhile.
             one.set(saved);
             setMessage(t.saved(saved.version));
             setError('');
