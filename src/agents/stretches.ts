@@ -57,7 +57,8 @@ export async function startStretch(trx: Trx, n: NewStretch, now: Date): Promise<
       created_at: now,
       updated_at: now,
     })
-    .onConflict((oc) => oc.column('conversation_id').where('status', '=', 'running').doNothing())
+    // The index's predicate as a literal: with a parameter, a generic plan could not match it.
+    .onConflict((oc) => oc.column('conversation_id').where('status', '=', sql.lit('running')).doNothing())
     .returning('id')
     .executeTakeFirst();
   if (!row) return null;

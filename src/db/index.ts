@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { Config } from '../config.js';
 import { PGliteDialect } from './pglite-dialect.js';
 import { EmbeddedDatabase } from './pglite-thread.js';
+import { preparingPool } from './prepared.js';
 import type { Database } from './types.js';
 
 export type Db = Kysely<Database>;
@@ -47,7 +48,8 @@ export async function openDatabase(database: Config['database'], opts: OpenOptio
     pool.on('connect', (client) => {
       client.on('error', () => {});
     });
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    // Repeated statements run prepared on each connection (prepared.ts).
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) });
     return { db, kind: 'postgres', pool, close: () => db.destroy() };
   }
   let dataDir: string | undefined;

@@ -3,6 +3,7 @@
 // PostgreSQL takes on its own) or a serialization failure is ours, never the caller's: the whole
 // transaction runs again a few times before the error reaches the request.
 import type { Db, Trx } from './index.js';
+import { isStalePlan } from './prepared.js';
 
 /** deadlock_detected, serialization_failure: the transaction was rolled back and may simply run again. */
 const RETRYABLE = new Set(['40P01', '40001']);
@@ -12,7 +13,9 @@ export const TRANSACTION_RETRIES = 3;
 
 export function isRetryableConflict(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && RETRYABLE.has(code);
+  // A statement prepared before a newer release's migration changed its columns: the connection
+  // is dropped and the transaction runs again on another (prepared.ts).
+  return (typeof code === 'string' && RETRYABLE.has(code)) || isStalePlan(err);
 }
 
 export interface RetryOptions {
