@@ -58,4 +58,62 @@ describe('ClaimLoop', () => {
     expect(ended).toEqual([1, 2]);
     await loop.stop(0);
   });
+
+  it('a run that ends claims nothing more (one claim per wake)', async () => {
+    let claims = 0;
+    const due = [{ id: 'a' }];
+    const ran: string[] = [];
+    const loop = new ClaimLoop<{ id: string }>({
+      name: 'test',
+      pollMs: 60_000,
+      maxInFlight: 4,
+      claim: async (limit) => {
+        claims++;
+        return due.splice(0, limit);
+      },
+      idOf: (r) => r.id,
+      run: async (r) => {
+        ran.push(r.id);
+        return 1;
+      },
+      log: silent,
+    });
+    loop.start();
+    await turns(10);
+    expect(ran).toEqual(['a']);
+    expect(claims).toBe(1);
+    await loop.stop(0);
+  });
+
+  it('a wake that found every slot taken is claimed when a run ends', async () => {
+    const gate = deferred();
+    const due: { id: string }[] = [];
+    const ran: string[] = [];
+    const loop = new ClaimLoop<{ id: string }>({
+      name: 'test',
+      pollMs: 60_000,
+      maxInFlight: 1,
+      claim: async (limit, id) => (id ? [{ id }] : due.splice(0, limit)),
+      idOf: (r) => r.id,
+      run: async (r) => {
+        if (r.id === 'a') await gate.promise;
+        ran.push(r.id);
+        return 1;
+      },
+      log: silent,
+    });
+    loop.start(); // nothing due
+    await turns(5);
+    const driven = loop.drive('a', 60_000); // the one slot
+    await turns(5);
+    due.push({ id: 'b' });
+    loop.wake(); // full: nothing claimed now
+    await turns(5);
+    expect(due).toEqual([{ id: 'b' }]);
+    gate.resolve(); // `a` ends: `b` is claimed and runs
+    await driven;
+    await turns(10);
+    expect(ran).toEqual(['a', 'b']);
+    await loop.stop(0);
+  });
 });

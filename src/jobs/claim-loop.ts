@@ -25,6 +25,8 @@ export class ClaimLoop<T> {
   private timer: NodeJS.Timeout | null = null;
   private pumping: Promise<void> | null = null;
   private again = false;
+  /** A wake found every slot taken. */
+  private starved = false;
   /** Rows this process is running, by id. */
   private readonly inFlight = new Map<string, Promise<number>>();
 
@@ -104,7 +106,12 @@ export class ClaimLoop<T> {
         this.again = false;
         for (;;) {
           const room = this.o.maxInFlight - this.inFlight.size;
-          if (room <= 0 || this.stopping) break;
+          if (this.stopping) break;
+          if (room <= 0) {
+            // Woken while full: the next run to end claims again.
+            this.starved = true;
+            break;
+          }
           const claimed = await this.o.claim(room);
           for (const row of claimed) void this.run(row);
           if (claimed.length < room) break;
@@ -127,8 +134,13 @@ export class ClaimLoop<T> {
         // Only its own entry: a claim that lapsed while this run went on may have been taken
         // again by this process, and that run, under the same id, is still going.
         if (this.inFlight.get(id) === p) this.inFlight.delete(id);
-        // A slot freed: more may be due.
-        if (this.started && !this.stopping) this.pump();
+        // A slot freed after a wake found none: what was due then is claimed now. Otherwise there
+        // is nothing to claim on a run's end: a claim that filled every slot waits for one in the
+        // pump, and rows made due meanwhile woke the loop or wait for its poll.
+        if (this.starved && this.started && !this.stopping) {
+          this.starved = false;
+          this.pump();
+        }
       });
     this.inFlight.set(id, p);
     return p;
