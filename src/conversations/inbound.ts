@@ -83,6 +83,8 @@ interface Prepared {
   /** The customer within the account: one per round. */
   customer: string;
   wamid: string | null;
+  /** The wamid is ours (the sandbox names what it receives): nothing stored can have it. */
+  generated: boolean;
 }
 
 /** A message once its number (or social account) is known, as a round stores it. */
@@ -126,14 +128,15 @@ function prepare(input: InboundInput, index: number): Prepared | InboundRefusal 
     if (!phone.ok) return invalid(['from'], phone.message);
     key = { phone: phone.phone };
   }
-  const wamid = input.providerMessageId ?? (social ? null : `wamid.SBXIN${randomUUID().replace(/-/g, '').toUpperCase()}`);
+  const generated = input.providerMessageId === undefined && !social;
+  const wamid = input.providerMessageId ?? (generated ? `wamid.SBXIN${randomUUID().replace(/-/g, '').toUpperCase()}` : null);
   const customer = 'phone' in key ? `p:${key.phone}` : `s:${key.socialchat}`;
-  return { index, input, social, key, customer, wamid };
+  return { index, input, social, key, customer, wamid, generated };
 }
 
-/** Messages already stored, by wamid, of the batch's accounts (one read). */
+/** Messages already stored, by wamid, of the batch's accounts (one read; none for wamids of ours). */
 async function storedByWamid(db: Db | Trx, items: Prepared[]): Promise<Map<string, InboundResult>> {
-  const withWamid = items.filter((p) => p.wamid !== null);
+  const withWamid = items.filter((p) => p.wamid !== null && !p.generated);
   if (withWamid.length === 0) return new Map();
   const { rows } = await sql<{ account_id: string; wamid: string; id: string; contact_id: string; conversation_id: string }>`
     SELECT account_id, wamid, id, contact_id, conversation_id FROM messages
@@ -180,7 +183,8 @@ export async function receiveInboundBatch(s: Services, inputs: readonly InboundI
   if (fresh.length > 0) {
     const now = s.clock.now();
     const admitStart: InboundForAutomations['admitStart'] = (a) => startAllowed(s, a);
-    const stored = await transaction(s.db, (trx) => storeBatch(trx, fresh, admitStart, now));
+    const numbers = await numbersOf(s, fresh);
+    const stored = await transaction(s.db, (trx) => storeBatch(trx, fresh, numbers, admitStart, now));
     // A concurrent delivery of the same message won the insert: answered as the duplicate it is.
     const raced = fresh.filter((p) => stored.results.get(p.index) === 'raced');
     const found = raced.length > 0 ? await storedByWamid(s.db, raced) : new Map<string, InboundResult>();
@@ -226,7 +230,13 @@ export async function receiveInbound(s: Services, input: InboundInput): Promise<
  * The batch's transaction. It may run again (a deadlock elsewhere): it only touches the database.
  * Each account's messages run in rounds (the k-th message of each customer in round k).
  */
-async function storeBatch(trx: Trx, batch: Prepared[], admitStart: InboundForAutomations['admitStart'], now: Date): Promise<Stored> {
+async function storeBatch(
+  trx: Trx,
+  batch: Prepared[],
+  numbers: Map<string, PhoneNumberRow[]>,
+  admitStart: InboundForAutomations['admitStart'],
+  now: Date,
+): Promise<Stored> {
   const stored: Stored = {
     results: new Map(),
     refused: new Map(),
@@ -238,7 +248,7 @@ async function storeBatch(trx: Trx, batch: Prepared[], admitStart: InboundForAut
   const byAccount = new Map<string, Prepared[]>();
   for (const p of batch) byAccount.set(p.input.accountId, [...(byAccount.get(p.input.accountId) ?? []), p]);
   for (const [accountId, list] of byAccount) {
-    const items = await resolveReceivers(trx, accountId, list, stored);
+    const items = await resolveReceivers(trx, accountId, list, numbers.get(accountId) ?? [], stored);
     const rounds: Item[][] = [];
     const seen = new Map<string, number>();
     for (const item of items) {
@@ -253,14 +263,16 @@ async function storeBatch(trx: Trx, batch: Prepared[], admitStart: InboundForAut
 }
 
 /**
- * The number (or social account) each message reached: the one named, of this account, or the
- * account's default (one read of the account's numbers). A message whose number is not found is
- * refused alone.
+ * The numbers of each account of the batch that needs them, the default first: this process's copy
+ * (channel/hot-reads.ts, kept until a writer of `phone_numbers` announces a change), else one read
+ * per account. An account without numbers is always read anew.
  */
-async function resolveReceivers(trx: Trx, accountId: string, list: Prepared[], stored: Stored): Promise<Item[]> {
-  const needNumbers = list.some((p) => !p.social || p.input.phoneNumberId);
-  const numbers = needNumbers
-    ? await trx
+async function numbersOf(s: Services, batch: Prepared[]): Promise<Map<string, PhoneNumberRow[]>> {
+  const accounts = new Set(batch.filter((p) => !p.social || p.input.phoneNumberId).map((p) => p.input.accountId));
+  const out = new Map<string, PhoneNumberRow[]>();
+  for (const accountId of accounts) {
+    const load = () =>
+      s.db
         .selectFrom('phone_numbers')
         .selectAll()
         .where('account_id', '=', accountId)
@@ -268,8 +280,17 @@ async function resolveReceivers(trx: Trx, accountId: string, list: Prepared[], s
         .orderBy(sql`status = 'connected'`, 'desc')
         .orderBy('created_at')
         .orderBy('id')
-        .execute()
-    : [];
+        .execute();
+    out.set(accountId, await s.hotReads.read(accountId, 'inbound numbers', load, (rows) => rows.length > 0));
+  }
+  return out;
+}
+
+/**
+ * The number (or social account) each message reached: the one named, of this account, or the
+ * account's default. A message whose number is not found is refused alone.
+ */
+async function resolveReceivers(trx: Trx, accountId: string, list: Prepared[], numbers: PhoneNumberRow[], stored: Stored): Promise<Item[]> {
   const items: Item[] = [];
   for (const p of list) {
     const { input, social } = p;
