@@ -3,7 +3,7 @@
 // operator. At most one runs per conversation (a unique index): a second start answers 409.
 
 import { sql } from 'kysely';
-import { conversationUpdated } from '../console/bus.js';
+import { conversationUpdatedOf } from '../console/bus.js';
 import { contactForSend } from '../contacts/service.js';
 import { conversationFor, setHandlingSql } from '../conversations/service.js';
 import type { Executor, Trx } from '../db/index.js';
@@ -59,9 +59,10 @@ export async function insertExecution(
   now: Date,
 ): Promise<ExecutionRow | null> {
   // One statement: the execution (none when the conversation already runs one) and, only then,
-  // the conversation's handling.
+  // the conversation's handling and its `conversation.updated`.
   const handling = setHandlingSql(e.conversationId, { type: 'automation', id: e.automation.id, name: e.automation.name, caseId: null });
-  const { rows } = await sql<ExecutionRow>`
+  const u = conversationUpdatedOf('h', 'ev', [e.conversationId]);
+  const { rows } = await sql<ExecutionRow & { notified?: unknown }>`
     WITH e AS (
       INSERT INTO automation_executions (id, account_id, automation_id, conversation_id, contact_id, phone_number_id, status,
         variables, current_step_id, state, test, trigger, reply_comment_id, hop, run_at, started_at, updated_at)
@@ -70,10 +71,12 @@ export async function insertExecution(
         ${e.hop ?? 0}, ${now}, ${now}, ${now})
       ON CONFLICT (conversation_id) WHERE status = 'running' DO NOTHING
       RETURNING *),
-    h AS (${handling} AND EXISTS (SELECT 1 FROM e))
-    SELECT * FROM e`.execute(trx);
-  if (rows[0]) await conversationUpdated(trx, e.conversationId);
-  return rows[0] ?? null;
+    h AS (${handling} AND EXISTS (SELECT 1 FROM e) RETURNING *),
+    ev AS (${u.events})
+    SELECT e.*, ${u.notify} AS notified FROM e`.execute(trx);
+  if (!rows[0]) return null;
+  const { notified: _, ...row } = rows[0];
+  return row;
 }
 
 /**

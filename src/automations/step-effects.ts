@@ -13,18 +13,7 @@ import { MessageCapFull } from '../messages/outbound-guard.js';
 import { sendInConversation } from '../messages/send.js';
 import type { StepOf } from './flow.js';
 import { end } from './step-end.js';
-import {
-  type Ctx,
-  count,
-  type ExecUpdate,
-  insertLog,
-  lease,
-  parkUntil,
-  refusalText,
-  renderCtx,
-  updateExecution,
-  write,
-} from './step-writes.js';
+import { type Ctx, count, type ExecUpdate, lease, parkUntil, refusalText, renderCtx, updateExecution, write } from './step-writes.js';
 import { renderText } from './text.js';
 
 type SendResult =
@@ -90,17 +79,21 @@ export async function sendStep(
   let counted: AutomationResource[] = [];
   const r = await sendFor(c, what, async (trx) => {
     c.later = [];
-    await updateExecution(trx, c, {
-      effect_step: logId,
-      run_at: lease(c),
-      ...(step.type === 'ask' ? { inputs_pending: 0 } : {}),
-      // A comment automation's first send is the comment's one private reply.
-      ...(c.row.reply_comment_id ? { reply_comment_id: null } : {}),
-    });
+    await updateExecution(
+      trx,
+      c,
+      {
+        effect_step: logId,
+        run_at: lease(c),
+        ...(step.type === 'ask' ? { inputs_pending: 0 } : {}),
+        // A comment automation's first send is the comment's one private reply.
+        ...(c.row.reply_comment_id ? { reply_comment_id: null } : {}),
+      },
+      { log: { step, outcome: null, id: logId, open: true, at: started } },
+    );
     // After the execution row is locked: an answer committed meanwhile is either dropped here or
     // counted in inputs_pending after this write, never left unread with inputs_pending at 0.
     if (step.type === 'ask') await dropInput(trx, c.row.id);
-    await insertLog(trx, c, { step, outcome: null, id: logId, open: true, at: started });
     await count(trx, c, false);
     counted = c.later;
   });

@@ -8,7 +8,7 @@ import type { AgentRow } from '../db/types.js';
 import { executionErrors } from '../http/messages.es-AR.js';
 import { type Death, recordDeath } from '../jobs/dead-letters.js';
 import { emitEvent } from '../webhooks/outbox.js';
-import { type Ctx, commit, count, insertLog, type LogEntry, updateExecution } from './step-writes.js';
+import { type Ctx, commit, count, type LogEntry, updateExecution } from './step-writes.js';
 
 /** A send or http step was started by a claim that never finished it: fail rather than repeat. */
 export async function interrupted(c: Ctx): Promise<void> {
@@ -72,29 +72,23 @@ export async function end(c: Ctx, e: Ending): Promise<'rest'> {
         if (!started) e.agentBusy?.();
       }
     }
-    const row = await updateExecution(trx, c, {
-      status: e.status,
-      error: e.error ?? null,
-      ended_at: now,
-      run_at: null,
-      claim: null,
-      effect_step: null,
-      variables: JSON.stringify(c.row.variables),
-    });
+    const row = await updateExecution(
+      trx,
+      c,
+      {
+        status: e.status,
+        error: e.error ?? null,
+        ended_at: now,
+        run_at: null,
+        claim: null,
+        effect_step: null,
+        variables: JSON.stringify(c.row.variables),
+      },
+      { ...(e.finishLog ? { finish: [e.finishLog] } : {}), ...(e.log ? { log: e.log } : {}) },
+    );
     if (e.deadLetter) await recordDeath(trx, e.deadLetter, now);
-    if (e.finishLog) {
-      const detail = e.finishLog.detail ? JSON.stringify(e.finishLog.detail) : null;
-      await trx
-        .updateTable('automation_steps')
-        .set({ ended_at: now, outcome: e.finishLog.outcome, detail })
-        .where('id', '=', e.finishLog.id)
-        .execute();
-    }
-    if (e.log) {
-      await insertLog(trx, c, e.log);
-      // The shared counter row last, before the event (see write()).
-      if (e.status !== 'failed') await count(trx, c, false);
-    }
+    // The shared counter row last, before the event (see write()).
+    if (e.log && e.status !== 'failed') await count(trx, c, false);
     if (!row.test) {
       const kind = e.status === 'failed' ? 'automation.failed' : 'automation.completed';
       const data = {

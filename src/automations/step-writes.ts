@@ -69,26 +69,53 @@ export function refusalText(err: unknown): string | null {
 export const moveTo = (stepId: string | null): ExecUpdate => ({ current_step_id: stepId, state: 'ready', deadline_at: null, attempts: 0 });
 export const lease = (c: Ctx): Date => new Date(c.s.clock.ms() + LEASE_MS);
 
-/** Writes the execution's new fields if this runner still holds it; else Lost. */
-export async function updateExecution(trx: Trx, c: Ctx, set: ExecUpdate): Promise<ExecutionRow> {
+/** A started step's end (an effect done, a wait over): its log row's outcome. */
+export interface LogEnd {
+  id: string;
+  outcome: string;
+  detail: Record<string, unknown> | null;
+}
+
+/** What a write of the execution records in the step log, in the same statement. */
+export interface LogWrites {
+  /** Started steps that end now (with the pending end of a send or request: finishLater). */
+  finish?: LogEnd[];
+  /** A wait's open log row of this step ends. */
+  closeOpen?: { stepId: string; outcome: string };
+  /** A new log row. */
+  log?: LogEntry;
+}
+
+/**
+ * Writes the execution's new fields if this runner still holds it (else Lost), and its step log
+ * with it: one statement — the pending end of the step before (finishLater), `logs`, and the
+ * execution's update, whose row the log's insert follows (none when the claim is lost).
+ */
+export async function updateExecution(trx: Trx, c: Ctx, set: ExecUpdate, logs: LogWrites = {}): Promise<ExecutionRow> {
+  const now = c.s.clock.now();
   const f = c.finish;
-  if (f) {
-    const detail = f.log.detail ? JSON.stringify(f.log.detail) : null;
-    await trx
-      .updateTable('automation_steps')
-      .set({ ended_at: c.s.clock.now(), outcome: f.log.outcome, detail })
-      .where('id', '=', f.log.id)
-      .execute();
-  }
+  const finish = [...(f ? [f.log] : []), ...(logs.finish ?? [])];
   // Every write of the claim is progress: the tries of our own failures count afresh.
-  const row = await trx
-    .updateTable('automation_executions')
-    .set({ ...f?.set, tries: 0, failed_at: null, last_error: null, ...set, updated_at: c.s.clock.now() })
-    .where('id', '=', c.row.id)
-    .where('claim', '=', c.row.claim)
-    .where('status', '=', 'running')
-    .returningAll()
-    .executeTakeFirst();
+  const fields: ExecUpdate = { ...f?.set, tries: 0, failed_at: null, last_error: null, ...set, updated_at: now };
+  const assignments = sql.join(
+    Object.entries(fields)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => sql`${sql.ref(k)} = ${v}`),
+  );
+  const ctes = [
+    sql`x AS (UPDATE automation_executions SET ${assignments}
+      WHERE id = ${c.row.id} AND claim = ${c.row.claim} AND status = 'running' RETURNING *)`,
+  ];
+  if (finish.length > 0)
+    ctes.push(sql`fin AS (UPDATE automation_steps s SET ended_at = ${now}, outcome = v.outcome, detail = v.detail::jsonb
+      FROM unnest(${finish.map((l) => l.id)}::uuid[], ${finish.map((l) => l.outcome)}::text[],
+        ${finish.map((l) => (l.detail ? JSON.stringify(l.detail) : null))}::text[]) AS v(id, outcome, detail)
+      WHERE s.id = v.id)`);
+  if (logs.closeOpen)
+    ctes.push(sql`cl AS (UPDATE automation_steps SET ended_at = ${now}, outcome = ${logs.closeOpen.outcome}
+      WHERE execution_id = ${c.row.id} AND step_id = ${logs.closeOpen.stepId} AND ended_at IS NULL)`);
+  if (logs.log) ctes.push(sql`lg AS (${logInsert(c, logs.log, now)} FROM x)`);
+  const row = (await sql<ExecutionRow>`WITH ${sql.join(ctes)} SELECT * FROM x`.execute(trx)).rows[0];
   if (!row) throw new Lost();
   return row;
 }
@@ -103,21 +130,17 @@ export interface LogEntry {
   detail?: Record<string, unknown> | null;
 }
 
+/** `INSERT … SELECT <the row>` of a log entry; the caller adds its FROM (or none). */
+const logInsert = (c: Ctx, e: LogEntry, now: Date) => {
+  const at = e.at ?? now;
+  return sql`INSERT INTO automation_steps (id, execution_id, step_id, type, started_at, ended_at, outcome, detail)
+    SELECT ${e.id ?? newId()}::uuid, ${c.row.id}::uuid, ${e.step.id}::text, ${e.step.type}::text, ${at}::timestamptz,
+      ${e.open ? null : at}::timestamptz, ${typeof e.outcome === 'function' ? e.outcome() : e.outcome}::text,
+      ${e.detail ? JSON.stringify(e.detail) : null}::jsonb`;
+};
+
 export async function insertLog(trx: Trx, c: Ctx, e: LogEntry): Promise<void> {
-  const at = e.at ?? c.s.clock.now();
-  await trx
-    .insertInto('automation_steps')
-    .values({
-      id: e.id ?? newId(),
-      execution_id: c.row.id,
-      step_id: e.step.id,
-      type: e.step.type,
-      started_at: at,
-      ended_at: e.open ? null : at,
-      outcome: typeof e.outcome === 'function' ? e.outcome() : e.outcome,
-      detail: e.detail ? JSON.stringify(e.detail) : null,
-    })
-    .execute();
+  await logInsert(c, e, c.s.clock.now()).execute(trx);
 }
 
 /**
@@ -184,26 +207,19 @@ export async function write<L>(c: Ctx, w: Write<L>): Promise<void> {
     if (w.before) await w.before(trx);
     const locked = w.lock ? await w.lock(trx) : (undefined as L);
     const parked = w.park ? { claim: null, run_at: w.parkIfInput ? sqlDueIfInput(w.park, now) : w.park } : { run_at: lease(c) };
-    const row = await updateExecution(trx, c, { ...w.set, ...parked });
-    if (w.finishLog) {
-      await trx
-        .updateTable('automation_steps')
-        .set({ ended_at: now, outcome: w.finishLog.outcome, detail: w.finishLog.detail ? JSON.stringify(w.finishLog.detail) : null })
-        .where('id', '=', w.finishLog.id)
-        .execute();
-    }
-    if (w.closeOpenLog) {
-      await trx
-        .updateTable('automation_steps')
-        .set({ ended_at: now, outcome: w.closeOpenLog.outcome })
-        .where('execution_id', '=', c.row.id)
-        .where('step_id', '=', w.closeOpenLog.stepId)
-        .where('ended_at', 'is', null)
-        .execute();
-    }
+    // The step log goes with the execution's update (a stage's log comes after its case's writes).
+    const row = await updateExecution(
+      trx,
+      c,
+      { ...w.set, ...parked },
+      {
+        ...(w.finishLog ? { finish: [w.finishLog] } : {}),
+        ...(w.closeOpenLog ? { closeOpen: w.closeOpenLog } : {}),
+        ...(w.log && !w.after ? { log: w.log } : {}),
+      },
+    );
     // The month's counter row is shared by every execution of the account and stays locked until
     // commit: take it last, so only the step's events (and a stage's log) wait behind it.
-    if (w.log && !w.after) await insertLog(trx, c, w.log);
     if (w.count) await count(trx, c, w.countHttp ?? false);
     if (w.after) await w.after(trx, locked);
     // A stage step's outcome is decided in `after`.

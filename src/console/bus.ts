@@ -87,29 +87,33 @@ export async function emitConsoleEvent(ex: Executor, accountId: string, kind: Co
 }
 
 /**
- * `conversation.updated` of one conversation or several (their handling now), read and written in
- * one statement. There is no unread count in the schema: the data carries what exists
- * (decisions.md). Its time is the database's (the callers that change handling hold no clock).
+ * `conversation.updated` of the conversations that CTE `from` returns (`RETURNING *` of the update
+ * that changed them, or a plain read), for a statement that ends `WITH …, <events> AS (events)
+ * SELECT notify`: `events` is a CTE body writing one event per conversation of `ids` found there
+ * (accounts with an active member only), `notify` an expression sending their notifications in id
+ * order. So a writer of the handling adds its event to its own statement: no round trip of its own.
+ * There is no unread count in the schema: the data carries what exists (decisions.md). Its time is
+ * the database's (the callers that change handling hold no clock).
  */
-export async function conversationUpdated(ex: Executor, conversationIds: string | readonly string[]): Promise<void> {
-  const ids = typeof conversationIds === 'string' ? [conversationIds] : [...conversationIds];
-  if (ids.length === 0) return;
+export function conversationUpdatedOf(
+  from: string,
+  eventsCte: string,
+  ids: readonly string[],
+): { events: RawBuilder<unknown>; notify: RawBuilder<unknown> } {
   const eventIds = ids.map(() => newId());
-  await sql`
-    WITH x AS (SELECT * FROM unnest(${ids}::uuid[], ${eventIds}::uuid[]) AS x(cid, eid)),
-    c AS (
-      SELECT x.eid, c.id, c.account_id, c.contact_id, c.channel, c.last_inbound_at, c.handling_type, c.handling_id, c.handling_name
-      FROM x JOIN conversations c ON c.id = x.cid
-      WHERE EXISTS (SELECT 1 FROM members m WHERE m.account_id = c.account_id AND m.status = 'active')),
-    ev AS (
-      INSERT INTO events (id, account_id, kind, data, test, created_at)
-      SELECT c.eid, c.account_id, 'conversation.updated', jsonb_build_object('id', c.id, 'contactId', c.contact_id,
-        'channel', c.channel, 'lastInboundAt', c.last_inbound_at,
-        'handling', CASE WHEN c.handling_type IS NULL THEN NULL
-          ELSE jsonb_build_object('type', c.handling_type, 'id', c.handling_id, 'name', c.handling_name) END),
-        false, now() FROM c
-      RETURNING id, account_id, data::text AS d)
-    SELECT ${notifyWritten(sql`ev.account_id`, sql`ev.id`, 'conversation.updated', sql`ev.d`)} FROM ev ORDER BY ev.id`.execute(ex);
+  const events = sql`
+    INSERT INTO events (id, account_id, kind, data, test, created_at)
+    SELECT x.eid, c.account_id, 'conversation.updated', jsonb_build_object('id', c.id, 'contactId', c.contact_id,
+      'channel', c.channel, 'lastInboundAt', c.last_inbound_at,
+      'handling', CASE WHEN c.handling_type IS NULL THEN NULL
+        ELSE jsonb_build_object('type', c.handling_type, 'id', c.handling_id, 'name', c.handling_name) END),
+      false, now()
+    FROM ${sql.table(from)} c JOIN unnest(${[...ids]}::uuid[], ${eventIds}::uuid[]) AS x(cid, eid) ON x.cid = c.id
+    WHERE EXISTS (SELECT 1 FROM members m WHERE m.account_id = c.account_id AND m.status = 'active')
+    RETURNING id, account_id, data::text AS d`;
+  const notify = sql`(SELECT count(${notifyWritten(sql`v.account_id`, sql`v.id`, 'conversation.updated', sql`v.d`)})
+    FROM (SELECT * FROM ${sql.table(eventsCte)} ORDER BY id) v)`;
+  return { events, notify };
 }
 
 export interface LiveEvent {

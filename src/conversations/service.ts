@@ -1,7 +1,7 @@
 // Conversations: one contact on one channel number (decisions.md, "Cases").
 
 import { type RawBuilder, sql } from 'kysely';
-import { conversationUpdated } from '../console/bus.js';
+import { conversationUpdatedOf } from '../console/bus.js';
 import type { Executor, Trx } from '../db/index.js';
 import type { ConversationRow, MessageRow, NoteRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
@@ -120,8 +120,9 @@ export type Handling = {
 
 /** Sets (or clears) the conversation's handling; the caller holds the conversation's lock. */
 export async function setHandling(trx: Executor, conversationId: string, handling: Handling): Promise<void> {
-  await setHandlingSql(conversationId, handling).execute(trx);
-  await conversationUpdated(trx, conversationId);
+  // Its `conversation.updated` in the same statement.
+  const u = conversationUpdatedOf('h', 'ev', [conversationId]);
+  await sql`WITH h AS (${setHandlingSql(conversationId, handling)} RETURNING *), ev AS (${u.events}) SELECT ${u.notify}`.execute(trx);
 }
 
 /**
@@ -155,17 +156,15 @@ export async function clearHandling(
 ): Promise<void> {
   const ids = typeof conversationId === 'string' ? [conversationId] : conversationId;
   if (ids.length === 0) return;
-  const cleared = await trx
-    .updateTable('conversations')
-    .set({ handling_type: null, handling_id: null, handling_name: null, handling_case_id: null })
-    .where('id', 'in', ids)
-    .where('handling_type', '=', type)
-    .returning('id')
-    .execute();
-  await conversationUpdated(
-    trx,
-    cleared.map((c) => c.id),
-  );
+  // The cleared ones' `conversation.updated` in the same statement.
+  const u = conversationUpdatedOf('cl', 'ev', ids);
+  await sql`
+    WITH cl AS (
+      UPDATE conversations SET handling_type = NULL, handling_id = NULL, handling_name = NULL, handling_case_id = NULL
+      WHERE id = ANY (${ids}::uuid[]) AND handling_type = ${type}
+      RETURNING *),
+    ev AS (${u.events})
+    SELECT ${u.notify}`.execute(trx);
 }
 
 /** Locks these conversations (FOR NO KEY UPDATE), in id order: lock 3 of docs/architecture.md "Lock order". */
