@@ -52,6 +52,22 @@ describe('inbound messages (operator.md "Sandbox channel")', () => {
     expect((await acc.call('GET', `/contacts/${first.body.contactId}`)).body.name).toBe('Ana Pérez');
   });
 
+  it('an unknown account → 404 "No existe esa cuenta." whatever else the body says (a phone, a social chat, a future timestamp); nothing is stored', async () => {
+    const accountId = '0190a000-0000-7000-8000-000000000000';
+    const future = new Date(app.clock.now().getTime() + 3_600_000).toISOString();
+    for (const body of [
+      { accountId, from: freshPhone(), text: 'hola' },
+      { accountId, socialchat: 'ig-123', text: 'hola' },
+      { accountId, from: freshPhone(), text: 'hola', timestamp: future },
+    ]) {
+      const r = await app.inbound(body);
+      expect(r.status, JSON.stringify(body)).toBe(404);
+      expect(r.body.error).toBe('No existe esa cuenta.');
+    }
+    const stored = await app.rt.services.db.selectFrom('contacts').select('id').where('account_id', '=', accountId).execute();
+    expect(stored).toEqual([]);
+  });
+
   it('"process idempotently (dedupe on the provider message id)": the same wamid twice is stored and announced once', async () => {
     const acc = await app.createAccount();
     const from = freshPhone();
