@@ -1,7 +1,7 @@
 // Who answered a case (api.md §2 "Case" handledBy): moved when an outbound message of an
 // automation, an AI agent or the team is stored while the case is open.
+import { sql } from 'kysely';
 import type { Executor } from '../db/index.js';
-import type { CaseRow } from '../db/types.js';
 
 export type HandledBy = 'none' | 'automation' | 'ai' | 'human' | 'mixed';
 export type Answerer = 'automation' | 'ai' | 'human';
@@ -24,24 +24,41 @@ export function nextHandledBy(current: HandledBy, who: Answerer): HandledBy {
 export const answererOf = (source: 'automation' | 'agent' | 'team'): Answerer =>
   source === 'automation' ? 'automation' : source === 'agent' ? 'ai' : 'human';
 
+const HANDLED_BY: readonly HandledBy[] = ['none', 'automation', 'ai', 'human', 'mixed'];
+
 /**
- * Records that `who` answered in the open case (locked by the caller: lockOpenCase). An AI agent's
- * answer also names it on the case (agentId, agentName: agents.md "while an agent works the
- * case"). No event: a handledBy change is not one of api.md §6's case events.
+ * The conversation's open case, locked, records that `who` answered (nextHandledBy's rule, as a
+ * CASE over every current value; the row is written only when it changes); an AI agent's answer
+ * also names it on the case (agentId, agentName: agents.md "while an agent works the case"). One
+ * statement. No event: a handledBy change is not one of api.md §6's case events. Returns the open
+ * case's id, or null when none is open.
  */
 export async function recordAnswer(
   trx: Executor,
-  open: CaseRow,
+  conversationId: string,
   who: Answerer,
   now: Date,
   agent?: { id: string; name: string },
-): Promise<void> {
-  const next = nextHandledBy(open.handled_by as HandledBy, who);
-  const names = who === 'ai' && agent && (open.agent_id !== agent.id || open.agent_name !== agent.name);
-  if (next === open.handled_by && !names) return;
-  await trx
-    .updateTable('cases')
-    .set({ handled_by: next, ...(names ? { agent_id: agent.id, agent_name: agent.name } : {}), updated_at: now })
-    .where('id', '=', open.id)
-    .execute();
+): Promise<string | null> {
+  const next = sql`CASE o.handled_by ${sql.join(
+    HANDLED_BY.map((h) => sql`WHEN ${h} THEN ${nextHandledBy(h, who)}`),
+    sql` `,
+  )} ELSE o.handled_by END`;
+  const names =
+    who === 'ai' && agent
+      ? sql`(o.agent_id IS DISTINCT FROM ${agent.id}::uuid OR o.agent_name IS DISTINCT FROM ${agent.name}::text)`
+      : sql`false`;
+  const { rows } = await sql<{ id: string }>`
+    WITH o AS (
+      SELECT id, handled_by, agent_id, agent_name FROM cases
+      WHERE conversation_id = ${conversationId} AND status = 'open' FOR UPDATE),
+    n AS (SELECT o.id, o.handled_by, ${next} AS next, ${names} AS names FROM o),
+    u AS (
+      UPDATE cases c SET handled_by = n.next,
+        agent_id = CASE WHEN n.names THEN ${agent?.id ?? null}::uuid ELSE c.agent_id END,
+        agent_name = CASE WHEN n.names THEN ${agent?.name ?? null}::text ELSE c.agent_name END,
+        updated_at = ${now}
+      FROM n WHERE c.id = n.id AND (n.next <> n.handled_by OR n.names))
+    SELECT id FROM o`.execute(trx);
+  return rows[0]?.id ?? null;
 }

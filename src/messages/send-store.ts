@@ -4,7 +4,6 @@
 // `origin.inTransaction`). The provider call comes after, outside (send.ts).
 import { type Insertable, sql } from 'kysely';
 import { answererOf, recordAnswer } from '../cases/handled-by.js';
-import { lockOpenCase } from '../cases/open.js';
 import { assertContactRoom, sendContactCtes } from '../contacts/service.js';
 import { sendConversationCtes, WINDOW_MS, windowOpen } from '../conversations/service.js';
 import type { Executor, Trx } from '../db/index.js';
@@ -50,14 +49,12 @@ export interface StoredSend {
 
 /**
  * Inside the send transaction, after the conversation's lock and before the message insert: the
- * open case (locked) records who answered it (handledBy). Returns the open case id, or null.
+ * open case (locked) records who answered it (handledBy), in one statement. Returns the open case
+ * id, or null.
  */
-async function recordAnswerer(trx: Trx, conversationId: string, origin: SendOrigin, now: Date): Promise<string | null> {
-  const open = await lockOpenCase(trx, conversationId);
-  if (!open) return null;
+function recordAnswerer(trx: Trx, conversationId: string, origin: SendOrigin, now: Date): Promise<string | null> {
   const agent = origin.source === 'agent' && origin.by?.id ? { id: origin.by.id, name: origin.by.name } : undefined;
-  await recordAnswer(trx, open, answererOf(origin.source), now, agent);
-  return open.id;
+  return recordAnswer(trx, conversationId, answererOf(origin.source), now, agent);
 }
 
 /** What a send writes: the contact, its conversation and the message (docs/architecture.md "Send"). */
