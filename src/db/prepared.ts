@@ -1,9 +1,9 @@
-// Prepared statements on PostgreSQL (docs/architecture.md "Prepared statements"). Every statement
+// Prepared statements on PostgreSQL (docs/architecture.md "Prepared statements on PostgreSQL"). Every statement
 // with parameters that the process has sent before runs as a named prepared statement on its
 // connection: PostgreSQL parses and plans it once per connection instead of once per call (after
 // five runs it may keep a generic plan, when that plan is no costlier than the custom ones). On the
 // inbound → first-reply path, planning alone was more of PostgreSQL's time than running the
-// statements (docs/performance.md "Prepared statements").
+// statements (docs/performance.md "Prepared statements and fewer round trips").
 //
 // The Kysely pool is the pg pool seen through `preparingPool`: the same connections, the same
 // order; only the protocol messages differ. Statements without parameters (BEGIN, COMMIT,
