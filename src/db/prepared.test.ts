@@ -1,8 +1,8 @@
-// Prepared statements on PostgreSQL (docs/architecture.md "Prepared statements"): a repeated
-// statement runs prepared on its connection, and a schema change that alters its result's columns
-// (a newer release's migration while this process runs) costs no failed request — alone it runs
-// again at once, in a transaction the transaction runs again. PostgreSQL only (DATABASE_URL):
-// PGlite has its own dialect and prepares nothing.
+// Prepared statements on PostgreSQL (docs/architecture.md "Prepared statements on PostgreSQL"): a
+// repeated statement runs prepared on its connection, and after a schema change that alters its
+// result's columns (a newer release's migration while this process runs) it is prepared again —
+// alone it runs again at once, in db/retry.ts's transaction the transaction runs again.
+// PostgreSQL only (DATABASE_URL): PGlite has its own dialect and prepares nothing.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropPostgresDatabase, freshPostgresDatabase } from '../../test/harness.js';

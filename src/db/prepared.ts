@@ -38,10 +38,6 @@ export class StatementNames {
   renew(text: string): void {
     if (this.names.get(text)) this.names.set(text, `chasqui_${(this.next++).toString(36)}`);
   }
-
-  get size(): number {
-    return this.names.size;
-  }
 }
 
 /**

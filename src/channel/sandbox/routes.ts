@@ -114,8 +114,8 @@ export const sandboxAdminRoutes: RoutesFn = (app, s) => {
     },
     async (req, reply) => {
       const b = req.body;
-      // An unknown account answers 404 before anything else; it is read only when the message is
-      // refused (one round trip less per inbound).
+      // An unknown account answers 404 ahead of any other refusal; the account is read only when
+      // the message is refused (one round trip less per inbound).
       const refused = async (err: unknown): Promise<never> => {
         await getAccount(s.db, b.accountId);
         throw err;
