@@ -16,10 +16,13 @@ afterAll(async () => {
 });
 
 describe('a long statement holds only the database, not the server', () => {
-  it('"a statement of the embedded database never holds the server": /healthz answers within 150 ms, again and again, while a 700 ms statement runs', async () => {
+  // The bound is a fraction of the statement, not a fixed latency: on a loaded CI machine a
+  // /healthz can take 175 ms while the point stands (the first one would wait the whole 1.5 s on
+  // the server's thread).
+  it('"a statement of the embedded database never holds the server": /healthz answers again and again, each within a third of a 1.5 s statement that runs meanwhile', async () => {
     const t0 = performance.now();
     let tookMs = 0;
-    const long = sql`SELECT pg_sleep(0.7)`.execute(app.rt.database.db).then(() => {
+    const long = sql`SELECT pg_sleep(1.5)`.execute(app.rt.database.db).then(() => {
       tookMs = performance.now() - t0;
     });
     let ended = false;
@@ -34,9 +37,9 @@ describe('a long statement holds only the database, not the server', () => {
       if (!ended) answers.push(performance.now() - t);
     }
     await long;
-    expect(tookMs).toBeGreaterThanOrEqual(650);
-    // On the server's thread the first /healthz would wait the whole 700 ms, and there would be one.
-    expect(answers.length, `answers during the statement: ${answers.map((a) => a.toFixed(0)).join(', ')}`).toBeGreaterThanOrEqual(3);
-    expect(Math.max(...answers)).toBeLessThan(150);
+    expect(tookMs).toBeGreaterThanOrEqual(1_450);
+    // On the server's thread the first /healthz would wait the whole 1.5 s, and there would be one.
+    expect(answers.length, `answers during the statement: ${answers.map((a) => a.toFixed(0)).join(', ')}`).toBeGreaterThanOrEqual(5);
+    expect(Math.max(...answers)).toBeLessThan(500);
   });
 });
