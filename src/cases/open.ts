@@ -84,9 +84,10 @@ export interface InboundCase {
  * conversation with no open case opens one in the account's default pipeline's first `open` stage
  * (`case.opened`); an open case counts the message and moves its lastInboundAt. Either way the
  * message is counted in the case's `inbound_count` (classification runs after the first three:
- * src/classification/queue.ts). Set-wise: one statement per kind of write, one read of the
- * pipeline, one of earlier ads, one of the new cases' views for their events. Returns, per input
- * in order, the case with its count, reason state and events.
+ * src/classification/queue.ts). Set-wise: one statement per kind of write (the new cases' insert
+ * reads the default pipeline and its stage itself), one read of earlier ads (known contacts only),
+ * one of the closed cases' views. Returns, per input in order, the case with its count, reason
+ * state and events.
  *
  * - The new case also emits `case.stage_changed` when it enters a pipeline stage (api.md §3:
  *   "enters a pipeline"). Without a default pipeline the case has stage null and only
@@ -133,33 +134,10 @@ export async function openCasesForInbound(trx: Trx, accountId: string, inputs: I
   }
 
   const fresh: { input: InboundCaseInput; id: string; ad: StoredAd | null }[] = [];
-  let stage: { id: string } | undefined;
+  /** The new cases that entered a pipeline's stage. */
+  const staged = new Set<string>();
   const views = new Map<string, Record<string, unknown>>();
   if (opening.length > 0) {
-    // The default pipeline and its first `open` stage, in one read.
-    const pipeline = await trx
-      .selectFrom('pipelines')
-      .select((eb) => {
-        const firstOpen = eb
-          .selectFrom('stages')
-          .whereRef('stages.pipeline_id', '=', 'pipelines.id')
-          .where('stages.kind', '=', 'open')
-          .orderBy('stages.position')
-          .orderBy('stages.id')
-          .limit(1);
-        return [
-          'pipelines.id',
-          'pipelines.name',
-          'pipelines.inactivity_hours',
-          firstOpen.select('stages.id').as('stage_id'),
-          firstOpen.select('stages.name').as('stage_name'),
-        ];
-      })
-      .where('pipelines.account_id', '=', accountId)
-      .where('pipelines.is_default', '=', true)
-      .executeTakeFirst();
-    stage = pipeline?.stage_id ? { id: pipeline.stage_id } : undefined;
-
     // The latest ad of each contact's earlier cases (a contact created by this message has none).
     const asking = opening.filter((i) => !referralOf(i) && !i.contactCreated).map((i) => i.contactId);
     const earlier = new Map<string, StoredAd>();
@@ -176,40 +154,37 @@ export async function openCasesForInbound(trx: Trx, accountId: string, inputs: I
       if (!ad && prev?.at && i.at.getTime() - new Date(prev.at).getTime() <= AD_WINDOW_MS) ad = prev;
       fresh.push({ input: i, id: newId(), ad });
     }
-    const rows = await trx
-      .insertInto('cases')
-      .values(
-        fresh.map(({ input: i, id, ad }) => ({
-          id,
-          account_id: accountId,
-          conversation_id: i.conversationId,
-          contact_id: i.contactId,
-          pipeline_id: pipeline?.id ?? null,
-          stage_id: stage?.id ?? null,
-          stage_entered_at: stage ? i.at : null,
-          status: 'open',
-          opened_at: i.at,
-          last_inbound_at: i.at,
-          reason_status: 'pending',
-          inbound_count: 1,
-          handled_by: 'none',
-          inactivity_hours: pipeline?.inactivity_hours ?? 24,
-          ad: ad ? JSON.stringify(ad) : null,
-          created_at: now,
-          updated_at: now,
-        })),
-      )
-      .returningAll()
-      .execute();
+    // The default pipeline and its first `open` stage are read by the insert itself (one round trip).
+    const { rows } = await sql<CaseRow & { pipeline_name: string | null; stage_name: string | null }>`
+      WITH p AS (
+        SELECT p.id, p.name, p.inactivity_hours, s.id AS stage_id, s.name AS stage_name
+        FROM pipelines p
+        LEFT JOIN LATERAL (
+          SELECT id, name FROM stages WHERE pipeline_id = p.id AND kind = 'open' ORDER BY position, id LIMIT 1) s ON true
+        WHERE p.account_id = ${accountId} AND p.is_default
+        LIMIT 1),
+      ins AS (
+        INSERT INTO cases (id, account_id, conversation_id, contact_id, pipeline_id, stage_id, stage_entered_at, status,
+          opened_at, last_inbound_at, reason_status, inbound_count, handled_by, inactivity_hours, ad, created_at, updated_at)
+        SELECT u.id, ${accountId}, u.conversation_id, u.contact_id, p.id, p.stage_id, CASE WHEN p.stage_id IS NOT NULL THEN u.at END,
+          'open', u.at, u.at, 'pending', 1, 'none', COALESCE(p.inactivity_hours, 24), u.ad, ${now}, ${now}
+        FROM unnest(${fresh.map((f) => f.id)}::uuid[], ${fresh.map((f) => f.input.conversationId)}::uuid[],
+          ${fresh.map((f) => f.input.contactId)}::uuid[], ${fresh.map((f) => f.input.at)}::timestamptz[],
+          ${fresh.map((f) => jsonOrNull(f.ad))}::jsonb[]) WITH ORDINALITY AS u(id, conversation_id, contact_id, at, ad, n)
+        LEFT JOIN p ON true
+        ORDER BY u.n
+        RETURNING *)
+      SELECT ins.*, p.name AS pipeline_name, p.stage_name FROM ins LEFT JOIN p ON true`.execute(trx);
     // The new cases as their views show them (casesQuery's join, from what this pass knows).
     const nameOf = new Map(fresh.map((f) => [f.id, f.input.contactName]));
-    for (const row of rows) {
+    for (const { pipeline_name, stage_name, ...row } of rows) {
+      if (row.stage_id) staged.add(row.id);
       const joined: CaseJoined = {
         ...row,
         contact_name: nameOf.get(row.id) ?? null,
-        pipeline_name: pipeline?.name ?? null,
-        stage_name: stage ? (pipeline?.stage_name ?? null) : null,
-        stage_kind: stage ? 'open' : null,
+        pipeline_name,
+        stage_name: row.stage_id ? stage_name : null,
+        stage_kind: row.stage_id ? 'open' : null,
       };
       views.set(row.id, caseEventData(joined));
     }
@@ -233,7 +208,7 @@ export async function openCasesForInbound(trx: Trx, accountId: string, inputs: I
     const events = [
       ...(i.open ? [event('case.closed', i.open.id)] : []),
       event('case.opened', f.id),
-      ...(stage ? [event('case.stage_changed', f.id)] : []),
+      ...(staged.has(f.id) ? [event('case.stage_changed', f.id)] : []),
     ];
     out.set(i, { id: f.id, inboundCount: 1, reasonStatus: 'pending', reasonSource: null, events });
   }
