@@ -3,7 +3,7 @@
 // and a claim that finds a send or http step started by an earlier claim (interrumpida).
 import { startStretch } from '../agents/stretches.js';
 import { openCaseOf } from '../cases/open.js';
-import { addNote, clearHandling, setHandling } from '../conversations/service.js';
+import { addNote, clearHandling, clearHandlingWrite, setHandling } from '../conversations/service.js';
 import type { AgentRow } from '../db/types.js';
 import { executionErrors } from '../http/messages.es-AR.js';
 import { type Death, recordDeath } from '../jobs/dead-letters.js';
@@ -51,27 +51,28 @@ export async function end(c: Ctx, e: Ending): Promise<'rest'> {
       const by = { type: 'automation' as const, id: c.automation.id, name: c.automation.name };
       await setHandling(trx, conversationId, { type: 'team', id: null, name: null, caseId: open?.id ?? null });
       if (e.note) await addNote(trx, { accountId: c.account.id, conversationId, caseId: open?.id ?? null, text: e.note, by }, now);
-    } else {
+    } else if (e.agent) {
       await clearHandling(trx, conversationId, 'automation');
-      if (e.agent) {
-        const started = await startStretch(
-          trx,
-          {
-            accountId: c.account.id,
-            agent: e.agent,
-            conversationId,
-            contactId: c.row.contact_id,
-            phoneNumberId: c.row.phone_number_id,
-            assignedBy: 'automation',
-            executionId: c.row.id,
-            test: c.row.test,
-            sinceId: e.agent.sinceId,
-          },
-          now,
-        );
-        if (!started) e.agentBusy?.();
-      }
+      const started = await startStretch(
+        trx,
+        {
+          accountId: c.account.id,
+          agent: e.agent,
+          conversationId,
+          contactId: c.row.contact_id,
+          phoneNumberId: c.row.phone_number_id,
+          assignedBy: 'automation',
+          executionId: c.row.id,
+          test: c.row.test,
+          sinceId: e.agent.sinceId,
+        },
+        now,
+      );
+      if (!started) e.agentBusy?.();
     }
+    // Completed or failed without an agent to follow: the handling is cleared by the execution's
+    // own statement (it runs first there: the conversation's lock before the execution row's).
+    const clearing = e.status !== 'handed_off' && !e.agent ? clearHandlingWrite([conversationId], 'automation') : undefined;
     const row = await updateExecution(
       trx,
       c,
@@ -85,6 +86,7 @@ export async function end(c: Ctx, e: Ending): Promise<'rest'> {
         variables: JSON.stringify(c.row.variables),
       },
       { ...(e.finishLog ? { finish: [e.finishLog] } : {}), ...(e.log ? { log: e.log } : {}) },
+      clearing,
     );
     if (e.deadLetter) await recordDeath(trx, e.deadLetter, now);
     // The shared counter row last, before the event (see write()).

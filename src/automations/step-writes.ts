@@ -8,6 +8,7 @@
 // the execution row, then the month's automation counter, then events.
 import { sql, type Updateable } from 'kysely';
 import type { Agent } from 'undici';
+import type { ComposedWrite } from '../conversations/service.js';
 import type { Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
 import type { AccountRow, AutomationExecutionsTable, AutomationRow, ContactRow, ExecutionRow } from '../db/types.js';
@@ -88,10 +89,18 @@ export interface LogWrites {
 
 /**
  * Writes the execution's new fields if this runner still holds it (else Lost), and its step log
- * with it: one statement — the pending end of the step before (finishLater), `logs`, and the
- * execution's update, whose row the log's insert follows (none when the claim is lost).
+ * with it: one statement — `ahead` (a write of the conversation, which locks before the execution
+ * row: the update reads its rows, so it runs first), the pending end of the step before
+ * (finishLater), `logs`, and the execution's update, whose row the log's insert follows (none
+ * when the claim is lost; a lost claim rolls the transaction back, `ahead` with it).
  */
-export async function updateExecution(trx: Trx, c: Ctx, set: ExecUpdate, logs: LogWrites = {}): Promise<ExecutionRow> {
+export async function updateExecution(
+  trx: Trx,
+  c: Ctx,
+  set: ExecUpdate,
+  logs: LogWrites = {},
+  ahead?: ComposedWrite,
+): Promise<ExecutionRow> {
   const now = c.s.clock.now();
   const f = c.finish;
   const finish = [...(f ? [f.log] : []), ...(logs.finish ?? [])];
@@ -103,8 +112,11 @@ export async function updateExecution(trx: Trx, c: Ctx, set: ExecUpdate, logs: L
       .map(([k, v]) => sql`${sql.ref(k)} = ${v}`),
   );
   const ctes = [
+    ...(ahead ? [ahead.ctes] : []),
     sql`x AS (UPDATE automation_executions SET ${assignments}
-      WHERE id = ${c.row.id} AND claim = ${c.row.claim} AND status = 'running' RETURNING *)`,
+      WHERE id = ${c.row.id} AND claim = ${c.row.claim} AND status = 'running'
+        ${ahead ? sql`AND (SELECT count(*) FROM ${sql.table(ahead.rows)}) >= 0` : sql``}
+      RETURNING *)`,
   ];
   if (finish.length > 0)
     ctes.push(sql`fin AS (UPDATE automation_steps s SET ended_at = ${now}, outcome = v.outcome, detail = v.detail::jsonb
@@ -115,8 +127,11 @@ export async function updateExecution(trx: Trx, c: Ctx, set: ExecUpdate, logs: L
     ctes.push(sql`cl AS (UPDATE automation_steps SET ended_at = ${now}, outcome = ${logs.closeOpen.outcome}
       WHERE execution_id = ${c.row.id} AND step_id = ${logs.closeOpen.stepId} AND ended_at IS NULL)`);
   if (logs.log) ctes.push(sql`lg AS (${logInsert(c, logs.log, now)} FROM x)`);
-  const row = (await sql<ExecutionRow>`WITH ${sql.join(ctes)} SELECT * FROM x`.execute(trx)).rows[0];
-  if (!row) throw new Lost();
+  const selected = ahead ? sql`x.*, ${ahead.notify} AS ahead_notified` : sql`x.*`;
+  const out = (await sql<ExecutionRow & { ahead_notified?: unknown }>`WITH ${sql.join(ctes)} SELECT ${selected} FROM x`.execute(trx))
+    .rows[0];
+  if (!out) throw new Lost();
+  const { ahead_notified: _, ...row } = out;
   return row;
 }
 

@@ -145,6 +145,35 @@ export async function teamTakesCase(trx: Executor, conversationId: string, caseI
     .execute();
 }
 
+/** A write of conversations composed into another statement: its CTEs, and what its final SELECT evaluates. */
+export interface ComposedWrite {
+  /** `name AS (…), …`, for a WITH clause. */
+  ctes: RawBuilder<unknown>;
+  /** The CTE of the written rows (a later CTE that reads it runs after it: lock order). */
+  rows: string;
+  /** Notifies the console's streams (delivered at commit); the final SELECT evaluates it. */
+  notify: RawBuilder<unknown>;
+}
+
+/**
+ * clearHandling's statement in parts, for a caller that composes it into its own: an execution's
+ * end writes the handling and the execution row in one statement (step-writes.ts updateExecution).
+ */
+export function clearHandlingWrite(ids: readonly string[], type: 'automation' | 'agent' | 'team'): ComposedWrite {
+  // The cleared ones' `conversation.updated` in the same statement.
+  const u = conversationUpdatedOf('handling_cleared', 'handling_events', ids);
+  return {
+    ctes: sql`
+      handling_cleared AS (
+        UPDATE conversations SET handling_type = NULL, handling_id = NULL, handling_name = NULL, handling_case_id = NULL
+        WHERE id = ANY (${[...ids]}::uuid[]) AND handling_type = ${type}
+        RETURNING *),
+      handling_events AS (${u.events})`,
+    rows: 'handling_cleared',
+    notify: u.notify,
+  };
+}
+
 /**
  * Clears the handling of one conversation or several when it is still of this type (an execution
  * ending leaves a team's handling alone); the caller holds their locks (lockConversations).
@@ -156,15 +185,8 @@ export async function clearHandling(
 ): Promise<void> {
   const ids = typeof conversationId === 'string' ? [conversationId] : conversationId;
   if (ids.length === 0) return;
-  // The cleared ones' `conversation.updated` in the same statement.
-  const u = conversationUpdatedOf('cl', 'ev', ids);
-  await sql`
-    WITH cl AS (
-      UPDATE conversations SET handling_type = NULL, handling_id = NULL, handling_name = NULL, handling_case_id = NULL
-      WHERE id = ANY (${ids}::uuid[]) AND handling_type = ${type}
-      RETURNING *),
-    ev AS (${u.events})
-    SELECT ${u.notify}`.execute(trx);
+  const w = clearHandlingWrite(ids, type);
+  await sql`WITH ${w.ctes} SELECT ${w.notify}`.execute(trx);
 }
 
 /** Locks these conversations (FOR NO KEY UPDATE), in id order: lock 3 of docs/architecture.md "Lock order". */

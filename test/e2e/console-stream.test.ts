@@ -191,6 +191,38 @@ describe('"GET /console/api/stream (session): Server-Sent Events of the member\'
     }
   });
 
+  it('"`conversation.updated` (handling…)": an execution that completes lets its conversation go in the statement that ends it, one event', async () => {
+    const acc = await app.createAccount();
+    const m = await memberOf(acc);
+    const flow = await app.admin('POST', `/accounts/${acc.id}/automations`, {
+      status: 'active',
+      name: 'Saludo',
+      trigger: { type: 'keyword', keywords: ['hola'], match: 'contains' },
+      steps: [{ id: 's', type: 'send', text: '¡Hola!' }],
+    });
+    expect(flow.status, JSON.stringify(flow.body)).toBe(201);
+    const sse = await openStream(app, m.cookie);
+    try {
+      const r = await app.inbound({ accountId: acc.id, from: freshPhone(), text: 'Hola' });
+      expect(r.status).toBe(201);
+      const cid: string = r.body.conversationId;
+      const mine = () => ofKind(sse, 'conversation.updated').filter((e) => e.data.id === cid);
+      expect((await app.admin('POST', '/jobs/automations/run')).status).toBe(200);
+      await until('taken, then let go', () => mine().some((e) => e.data.handling === null));
+      expect(mine().map((e) => e.data.handling?.type ?? null)).toEqual(['automation', null]);
+      const execs = await app.admin('GET', `/accounts/${acc.id}/automations/${flow.body.id}/executions`);
+      expect(execs.body.data.map((e: { status: string }) => e.status)).toEqual(['completed']);
+      const row = await app.rt.services.db
+        .selectFrom('conversations')
+        .select('handling_type')
+        .where('id', '=', cid)
+        .executeTakeFirstOrThrow();
+      expect(row.handling_type).toBeNull();
+    } finally {
+      sse.close();
+    }
+  });
+
   it('only committed events: an event whose transaction rolled back never arrives', async () => {
     const acc = await app.createAccount();
     const m = await memberOf(acc);
