@@ -106,6 +106,5 @@ export async function end(c: Ctx, e: Ending): Promise<'rest'> {
     }
     return row;
   });
-  c.s.dispatcher.wake();
   return 'rest';
 }

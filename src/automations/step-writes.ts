@@ -18,6 +18,7 @@ import { quotaPeriod } from '../limits/period.js';
 import { effectiveLimits } from '../limits/plans.js';
 import { type AutomationResource, addAutomationUsage } from '../limits/usage.js';
 import type { Services } from '../services.js';
+import { queuedDeliveries } from '../webhooks/outbox.js';
 import type { Step } from './flow.js';
 import type { TextContext as RenderContext } from './text.js';
 
@@ -182,13 +183,20 @@ export async function count(trx: Trx, c: Ctx, http: boolean): Promise<void> {
   if (http) await take('automationHttpRequests', limits.automationHttpRequestsPerMonth);
 }
 
-/** Runs a transaction of the execution; counts kept for after its commit are recorded then. */
+/**
+ * Runs a transaction of the execution; counts kept for after its commit are recorded then, and the
+ * dispatcher is woken when it queued deliveries (an event of a step or of the end).
+ */
 export async function commit<T>(c: Ctx, fn: (trx: Trx) => Promise<T>): Promise<T> {
-  const result = await transaction(c.s.db, (trx) => {
+  let deliveries = false;
+  const result = await transaction(c.s.db, async (trx) => {
     // A retried transaction starts over: what an earlier attempt counted did not happen.
     c.later = [];
-    return fn(trx);
+    const r = await fn(trx);
+    deliveries = queuedDeliveries(trx);
+    return r;
   });
+  if (deliveries) c.s.dispatcher.wake();
   for (const resource of c.later) c.s.usage.countLater(c.account.id, resource);
   c.later = [];
   // The pending finish (finishLater) went with it.
@@ -241,7 +249,6 @@ export async function write<L>(c: Ctx, w: Write<L>): Promise<void> {
     if (w.log && w.after) await insertLog(trx, c, w.log);
     return row;
   });
-  c.s.dispatcher.wake();
 }
 
 /** Due now when an answer came in while the question was going out, else at the deadline. */

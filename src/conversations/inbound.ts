@@ -29,7 +29,7 @@ import { newId } from '../lib/ids.js';
 import { canonicalPhone } from '../lib/phone.js';
 import { insertInboundMessages } from '../messages/service.js';
 import type { Services } from '../services.js';
-import { emitEvents, type NewEvent } from '../webhooks/outbox.js';
+import { emitEvents, type NewEvent, queuedDeliveries } from '../webhooks/outbox.js';
 import { teamTakesCase } from './service.js';
 
 export interface InboundInput {
@@ -113,6 +113,8 @@ interface Stored {
   /** Messages refused alone (their number is not the account's, or it has none). */
   refused: Map<number, InboundRefusal>;
   contactsCreated: Set<string>;
+  /** Deliveries were queued: the dispatcher is woken after the commit. */
+  wakeDispatcher: boolean;
   wakeAutomations: boolean;
   wakeAgents: boolean;
   wakeClassifier: boolean;
@@ -197,8 +199,7 @@ export async function receiveInboundBatch(s: Services, inputs: readonly InboundI
       // message (or to an outbound one) cannot be this customer's message.
       else out[p.index] = found.get(`${p.input.accountId} ${p.wamid}`) ?? new ApiError('inbound_wamid_taken');
     }
-    const received = [...stored.results.values()].filter((r) => r !== 'raced');
-    if (received.length > 0) s.dispatcher.wake();
+    if (stored.wakeDispatcher) s.dispatcher.wake();
     for (const p of fresh) {
       const r = out[p.index];
       if (r && !(r instanceof Error) && !r.duplicate) s.metrics.messageReceived(p.social ? 'instagram' : 'whatsapp');
@@ -241,6 +242,7 @@ async function storeBatch(
     results: new Map(),
     refused: new Map(),
     contactsCreated: new Set(),
+    wakeDispatcher: false,
     wakeAutomations: false,
     wakeAgents: false,
     wakeClassifier: false,
@@ -259,6 +261,7 @@ async function storeBatch(
     }
     for (const round of rounds) await storeRound(trx, accountId, round, admitStart, now, stored);
   }
+  stored.wakeDispatcher = queuedDeliveries(trx);
   return stored;
 }
 

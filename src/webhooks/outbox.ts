@@ -61,11 +61,18 @@ export function countsAtFirstAttempt(plan: string, limits: Record<string, number
   return effectiveLimits(plan, limits).webhookDeliveriesPerMonth === null;
 }
 
+/** Transactions that queued a delivery to send (queuedDeliveries). */
+const queued = new WeakSet<Executor>();
+
 /**
- * Writes the event and its deliveries inside `trx`: emitEvents with one event.
- * Callers wake the dispatcher after commit (`services.dispatcher.wake()`); the dispatcher's poll
- * finds them anyway.
+ * Whether this transaction queued a delivery to send: its caller wakes the dispatcher after the
+ * commit (`services.dispatcher.wake()`), and only then — a commit whose events reach no URL (an
+ * account without webhooks) costs the dispatcher no claim. The dispatcher's poll finds what a
+ * wake missed anyway.
  */
+export const queuedDeliveries = (trx: Executor): boolean => queued.has(trx);
+
+/** Writes the event and its deliveries inside `trx`: emitEvents with one event (queuedDeliveries tells). */
 export async function emitEvent(trx: Executor, e: NewEvent, now: Date): Promise<string> {
   return (await emitEvents(trx, [e], now))[0]!;
 }
@@ -131,12 +138,14 @@ export async function emitEvents(trx: Executor, events: readonly NewEvent[], now
       // first attempt is recorded. Counting here would hold the account's one counter row locked
       // until commit, so every writer of the account would queue on it.
       await insertDeliveries(accountId, subs, ids, total, now).execute(trx);
+      queued.add(trx);
       continue;
     }
     // The month's counter row stays locked so concurrent writers of this account queue within the quota.
     const period = quotaPeriod(now);
     const used = await lockDeliveryCount(trx, accountId, period);
     const allowed = Math.max(0, Math.min(total, limit - used));
+    if (allowed > 0) queued.add(trx);
     // One round trip: the deliveries and the month's count (the counter row is locked last).
     await sql`
       WITH d AS (${insertDeliveries(accountId, subs, ids, allowed, now)})

@@ -3,7 +3,7 @@
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emitEvent } from '../../src/webhooks/outbox.js';
+import { emitEvent, queuedDeliveries } from '../../src/webhooks/outbox.js';
 import { type Received, type Receiver, startReceiver } from '../fakes/receiver.js';
 import { freshPhone, startTestApp, storeWebhookUnchecked, type TestAccount, type TestApp } from '../harness.js';
 import { until } from '../poll.js';
@@ -181,6 +181,30 @@ describe('envelope (api.md §6)', () => {
     await advance(1_000);
     expect(r.received).toHaveLength(0);
     expect(await s.db.selectFrom('events').select('id').where('id', '=', eventId).executeTakeFirst()).toBeUndefined();
+  });
+  it('outbox: a transaction tells whether it queued a delivery to send (the dispatcher is woken only then)', async () => {
+    const s = app.rt.services;
+    const queued = async (acc: TestAccount, kind: 'contact.created' | 'message.received') =>
+      s.db.transaction().execute(async (trx) => {
+        expect(queuedDeliveries(trx)).toBe(false);
+        await emitEvent(trx, { accountId: acc.id, kind, data: { source: 'api' } }, s.clock.now());
+        return queuedDeliveries(trx);
+      });
+    const none = await app.createAccount();
+    expect(await queued(none, 'contact.created')).toBe(false); // no URL
+    const other = await app.createAccount();
+    await addWebhook(other, (await receiver()).url, ['message.received']);
+    expect(await queued(other, 'contact.created')).toBe(false); // a URL that does not subscribe to it
+    const r = await receiver();
+    const subscribed = await app.createAccount();
+    await addWebhook(subscribed, r.url, ['contact.created']);
+    expect(await queued(subscribed, 'contact.created')).toBe(true);
+    s.dispatcher.wake();
+    await r.waitFor(1);
+    // Past the month's deliveries a delivery is recorded as skipped: nothing to send.
+    const spent = await app.createAccount({ limits: { webhookDeliveriesPerMonth: 0 } });
+    await addWebhook(spent, (await receiver()).url);
+    expect(await queued(spent, 'contact.created')).toBe(false);
   });
 });
 
