@@ -1,6 +1,6 @@
 // Who answered a case (api.md §2 "Case" handledBy): moved when an outbound message of an
 // automation, an AI agent or the team is stored while the case is open.
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Executor } from '../db/index.js';
 
 export type HandledBy = 'none' | 'automation' | 'ai' | 'human' | 'mixed';
@@ -27,6 +27,41 @@ export const answererOf = (source: 'automation' | 'agent' | 'team'): Answerer =>
 const HANDLED_BY: readonly HandledBy[] = ['none', 'automation', 'ai', 'human', 'mixed'];
 
 /**
+ * recordAnswer's statement as CTEs, for a caller that composes it into its own (a send of an
+ * automation, an agent or the team: send-store.ts). `conversationId` may be an expression (the
+ * send's own conversation CTE). `open` names the CTE of the open case (locked): a later CTE that
+ * reads it runs after the lock.
+ */
+export function recordAnswerCtes(
+  conversationId: string | RawBuilder<string>,
+  who: Answerer,
+  now: Date,
+  agent?: { id: string; name: string },
+): { ctes: RawBuilder<unknown>; open: string } {
+  const next = sql`CASE o.handled_by ${sql.join(
+    HANDLED_BY.map((h) => sql`WHEN ${h} THEN ${nextHandledBy(h, who)}`),
+    sql` `,
+  )} ELSE o.handled_by END`;
+  const names =
+    who === 'ai' && agent
+      ? sql`(o.agent_id IS DISTINCT FROM ${agent.id}::uuid OR o.agent_name IS DISTINCT FROM ${agent.name}::text)`
+      : sql`false`;
+  const ctes = sql`
+    answered_case AS (
+      SELECT id, handled_by, agent_id, agent_name FROM cases
+      WHERE conversation_id = ${typeof conversationId === 'string' ? sql`${conversationId}::uuid` : conversationId} AND status = 'open'
+      FOR UPDATE),
+    answered_next AS (SELECT o.id, o.handled_by, ${next} AS next, ${names} AS names FROM answered_case o),
+    answered_update AS (
+      UPDATE cases c SET handled_by = n.next,
+        agent_id = CASE WHEN n.names THEN ${agent?.id ?? null}::uuid ELSE c.agent_id END,
+        agent_name = CASE WHEN n.names THEN ${agent?.name ?? null}::text ELSE c.agent_name END,
+        updated_at = ${now}
+      FROM answered_next n WHERE c.id = n.id AND (n.next <> n.handled_by OR n.names))`;
+  return { ctes, open: 'answered_case' };
+}
+
+/**
  * The conversation's open case, locked, records that `who` answered (nextHandledBy's rule, as a
  * CASE over every current value; the row is written only when it changes); an AI agent's answer
  * also names it on the case (agentId, agentName: agents.md "while an agent works the case"). One
@@ -40,25 +75,7 @@ export async function recordAnswer(
   now: Date,
   agent?: { id: string; name: string },
 ): Promise<string | null> {
-  const next = sql`CASE o.handled_by ${sql.join(
-    HANDLED_BY.map((h) => sql`WHEN ${h} THEN ${nextHandledBy(h, who)}`),
-    sql` `,
-  )} ELSE o.handled_by END`;
-  const names =
-    who === 'ai' && agent
-      ? sql`(o.agent_id IS DISTINCT FROM ${agent.id}::uuid OR o.agent_name IS DISTINCT FROM ${agent.name}::text)`
-      : sql`false`;
-  const { rows } = await sql<{ id: string }>`
-    WITH o AS (
-      SELECT id, handled_by, agent_id, agent_name FROM cases
-      WHERE conversation_id = ${conversationId} AND status = 'open' FOR UPDATE),
-    n AS (SELECT o.id, o.handled_by, ${next} AS next, ${names} AS names FROM o),
-    u AS (
-      UPDATE cases c SET handled_by = n.next,
-        agent_id = CASE WHEN n.names THEN ${agent?.id ?? null}::uuid ELSE c.agent_id END,
-        agent_name = CASE WHEN n.names THEN ${agent?.name ?? null}::text ELSE c.agent_name END,
-        updated_at = ${now}
-      FROM n WHERE c.id = n.id AND (n.next <> n.handled_by OR n.names))
-    SELECT id FROM o`.execute(trx);
+  const a = recordAnswerCtes(conversationId, who, now, agent);
+  const { rows } = await sql<{ id: string }>`WITH ${a.ctes} SELECT id FROM ${sql.table(a.open)}`.execute(trx);
   return rows[0]?.id ?? null;
 }

@@ -1,18 +1,18 @@
 // What a send writes (docs/architecture.md "Send"): the contact, its conversation and the message
-// `pending`, in one statement (storeSend) or, for a send with an origin, in one transaction with
-// the origin's records (insertOutbound: who answered the open case, the message, then
-// `origin.inTransaction`). The provider call comes after, outside (send.ts).
+// `pending`, in one statement (storeSend); a send with an origin also records who answered the
+// open case in that statement, and runs `origin.inTransaction` after it in the same transaction.
+// The provider call comes after, outside (send.ts).
 import { type Insertable, sql } from 'kysely';
-import { answererOf, recordAnswer } from '../cases/handled-by.js';
+import { answererOf, recordAnswer, recordAnswerCtes } from '../cases/handled-by.js';
 import { assertContactRoom, sendContactCtes } from '../contacts/service.js';
-import { sendConversationCtes, WINDOW_MS, windowOpen } from '../conversations/service.js';
+import { sendConversationCtes, WINDOW_MS } from '../conversations/service.js';
 import type { Executor, Trx } from '../db/index.js';
 import { retrying, transaction } from '../db/retry.js';
 import type { AccountRow, MessageRow, MessagesTable, PhoneNumberRow, TemplateRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
 import type { Services } from '../services.js';
-import { has, resolveVariables } from './send-from.js';
+import { has } from './send-from.js';
 
 export interface SendInput {
   to: string;
@@ -47,14 +47,17 @@ export interface StoredSend {
   now: Date;
 }
 
-/**
- * Inside the send transaction, after the conversation's lock and before the message insert: the
- * open case (locked) records who answered it (handledBy), in one statement. Returns the open case
- * id, or null.
- */
-function recordAnswerer(trx: Trx, conversationId: string, origin: SendOrigin, now: Date): Promise<string | null> {
-  const agent = origin.source === 'agent' && origin.by?.id ? { id: origin.by.id, name: origin.by.name } : undefined;
-  return recordAnswer(trx, conversationId, answererOf(origin.source), now, agent);
+/** The AI agent a send of an agent names on the open case (agents.md "while an agent works the case"). */
+const agentOf = (origin: SendOrigin) =>
+  origin.source === 'agent' && origin.by?.id ? { id: origin.by.id, name: origin.by.name } : undefined;
+
+/** A message's `sent_by`: who wrote it (an origin's author), else the AI app that sent it through the API. */
+function sentByOf(origin: SendOrigin | undefined, app: SendInput['app']): string | null {
+  if (origin?.by) {
+    const by = origin.by;
+    return JSON.stringify({ ...(by.type ? { type: by.type } : {}), id: by.id ?? null, name: by.name });
+  }
+  return app ? JSON.stringify({ type: 'ai_app', id: app.id, name: app.name }) : null;
 }
 
 /** What a send writes: the contact, its conversation and the message (docs/architecture.md "Send"). */
@@ -79,6 +82,8 @@ interface Written {
   lastInboundAt: Date | null;
   /** The message stored `pending`; null when the send is refused (or not inserted by the statement). */
   message: MessageRow | null;
+  /** With an origin: the conversation's open case (locked; it recorded who answered), or null. */
+  openCaseId: string | null;
 }
 
 /** Every character String.prototype.trim removes: a variable value is blank when only these remain. */
@@ -89,14 +94,15 @@ const TRIMMED = Array.from({ length: 0x10000 }, (_, c) => String.fromCharCode(c)
 /**
  * The contact (locked, or created), its conversation (locked, or created) and, with `withMessage`,
  * the message `pending`, in one statement: the lock order of docs/architecture.md ("Lock order")
- * holds inside it (the contact's row lock is taken before the conversation's is looked for). The
+ * holds inside it (the contact's row lock is taken before the conversation's is looked for; with
+ * an `origin`, the open case is locked and records who answered before the message's insert). The
  * message is inserted only when the send is allowed: free text within 24 h of the contact's last
  * inbound message (api.md §3), a template to a contact who did not opt out (`send_opted_out`);
  * a send that would be refused creates no contact nor conversation, so a refusal leaves nothing
  * behind even outside a transaction. Template variables resolve in the statement as
  * resolveVariables does: the value sent, else the contact's attribute, else the example.
  */
-async function storeSend(db: Executor, w: SendWrite, withMessage: boolean, accountLocked = false): Promise<Written> {
+async function storeSend(db: Executor, w: SendWrite, withMessage: boolean, accountLocked = false, origin?: SendOrigin): Promise<Written> {
   const { account, template, input, now } = w;
   const allowed = template ? sql`NOT c.opted_out` : sql`v.last_inbound_at > ${new Date(now.getTime() - WINDOW_MS)}::timestamptz`;
   const ctes = [
@@ -119,17 +125,23 @@ async function storeSend(db: Executor, w: SendWrite, withMessage: boolean, accou
               ELSE x.example END), '{}'::jsonb)
             FROM jsonb_to_recordset(${JSON.stringify(spec)}::jsonb) AS x(name text, given text, example text))`
       : sql`NULL::jsonb`;
-    const sentBy = input.app ? JSON.stringify({ type: 'ai_app', id: input.app.id, name: input.app.name }) : null;
+    const sentBy = sentByOf(origin, input.app);
+    const source = origin?.source ?? (input.campaignId ? 'campaign' : 'api');
+    // Who answered, on the open case: locked before the message is inserted (the insert reads it).
+    const answer = origin
+      ? recordAnswerCtes(sql`(SELECT id FROM send_conversation)`, answererOf(origin.source), now, agentOf(origin))
+      : null;
+    if (answer) ctes.push(answer.ctes);
     ctes.push(sql`
   send_message AS (
     INSERT INTO messages (id, account_id, conversation_id, contact_id, phone_number_id, direction, type, text, template_id,
       template_name, template_variables, to_phone, campaign_id, source, sent_by, status, created_at, updated_at)
     SELECT ${newId()}::uuid, ${account.id}::uuid, v.id, c.id, ${w.number.id}::uuid, 'outbound', ${template ? 'template' : 'text'}::text,
       ${template ? null : (input.text ?? null)}::text, ${template?.id ?? null}::uuid, ${template?.name ?? null}::text, ${variables},
-      ${w.phone}::text, ${input.campaignId ?? null}::uuid, ${input.campaignId ? 'campaign' : 'api'}::text, ${sentBy}::jsonb, 'pending',
+      ${w.phone}::text, ${input.campaignId ?? null}::uuid, ${source}::text, ${sentBy}::jsonb, 'pending',
       ${now}::timestamptz, ${now}::timestamptz
     FROM send_contact c, send_conversation v
-    WHERE ${allowed}
+    WHERE ${allowed} ${answer ? sql`AND (SELECT count(*) FROM ${sql.table(answer.open)}) >= 0` : sql``}
     RETURNING *
   )`);
   }
@@ -141,18 +153,20 @@ async function storeSend(db: Executor, w: SendWrite, withMessage: boolean, accou
       s_attributes: Record<string, string> | null;
       s_conversation_id: string | null;
       s_last_inbound_at: Date | null;
+      s_open_case_id?: string | null;
     }
   >`
     WITH ${sql.join(ctes)}
     SELECT c.id AS s_contact_id, c.inserted AS s_created, c.opted_out AS s_opted_out,
       v.id AS s_conversation_id, v.last_inbound_at AS s_last_inbound_at,
       ${withMessage ? sql`m.*` : sql`c.attributes AS s_attributes`}
+      ${origin && withMessage ? sql`, (SELECT id FROM answered_case) AS s_open_case_id` : sql``}
     FROM (SELECT 1) one
       LEFT JOIN send_contact c ON true
       LEFT JOIN send_conversation v ON true
       ${withMessage ? sql`LEFT JOIN send_message m ON true` : sql``}`.execute(db);
   const r = rows[0]!;
-  const { s_contact_id, s_created, s_opted_out, s_attributes, s_conversation_id, s_last_inbound_at, ...message } = r;
+  const { s_contact_id, s_created, s_opted_out, s_attributes, s_conversation_id, s_last_inbound_at, s_open_case_id, ...message } = r;
   return {
     contactId: s_contact_id,
     created: s_created === true,
@@ -161,6 +175,7 @@ async function storeSend(db: Executor, w: SendWrite, withMessage: boolean, accou
     conversationId: s_conversation_id,
     lastInboundAt: s_last_inbound_at,
     message: withMessage && message.id ? message : null,
+    openCaseId: s_open_case_id ?? null,
   };
 }
 
@@ -182,42 +197,22 @@ export async function writeAlone(s: Services, w: SendWrite): Promise<{ message: 
 }
 
 /**
- * A send of an automation, an agent or the team: the contact and its conversation in one
- * statement, then the origin's records and the message (insertOutbound), in one transaction.
+ * A send of an automation, an agent or the team, in one transaction: the contact, its
+ * conversation, who answered the open case and the message in one statement (storeSend), then the
+ * origin's records (`origin.inTransaction`: an automation's step started). A refusal rolls it all
+ * back.
  */
 export async function writeWithOrigin(s: Services, w: SendWrite, origin: SendOrigin): Promise<{ message: MessageRow; created: boolean }> {
-  const { account, template, input, now } = w;
   return transaction(s.db, async (trx) => {
-    let written = await storeSend(trx, w, false);
+    let written = await storeSend(trx, w, true, false, origin);
     if (written.contactId === null && w.limited) {
-      await assertContactRoom(trx, account);
-      written = await storeSend(trx, w, false, true);
+      await assertContactRoom(trx, w.account);
+      written = await storeSend(trx, w, true, true, origin);
     }
-    const allowed = template
-      ? !written.optedOut
-      : written.lastInboundAt !== null && windowOpen({ last_inbound_at: written.lastInboundAt }, now);
-    if (!allowed || written.contactId === null || written.conversationId === null) refusal(w, written);
-    const variables = template ? resolveVariables(template.variables, input.template?.variables ?? {}, written.attributes) : null;
-    const message = await insertOutbound(
-      trx,
-      {
-        account_id: account.id,
-        conversation_id: written.conversationId!,
-        contact_id: written.contactId!,
-        phone_number_id: w.number.id,
-        type: template ? 'template' : 'text',
-        text: template ? null : (input.text ?? null),
-        template_id: template?.id ?? null,
-        template_name: template?.name ?? null,
-        template_variables: variables ? JSON.stringify(variables) : null,
-        to_phone: w.phone,
-        campaign_id: input.campaignId ?? null,
-        source: origin.source,
-        ...(input.app ? { sent_by: JSON.stringify({ type: 'ai_app', id: input.app.id, name: input.app.name }) } : {}),
-      },
-      origin,
-      now,
-    );
+    const message = written.message ?? refusal(w, written);
+    if (origin.inTransaction) {
+      await origin.inTransaction(trx, message.id, { conversationId: message.conversation_id, openCaseId: written.openCaseId, now: w.now });
+    }
     return { message, created: written.created };
   });
 }
@@ -236,9 +231,10 @@ function refusal(w: SendWrite, written: Written): never {
 
 /**
  * Inside a send's transaction, after the contact's and the conversation's locks: the outbound
- * message, `pending`, with who wrote it. A send of an automation, an agent or the team records
- * who answered the open case first, and `origin.inTransaction` runs after the insert (the team's
- * takes the conversation over there: docs/architecture.md "Lock order").
+ * message, `pending`, with who wrote it (an Instagram send: send.ts). A send of an automation, an
+ * agent or the team records who answered the open case first, and `origin.inTransaction` runs
+ * after the insert (the team's takes the conversation over there: docs/architecture.md "Lock
+ * order").
  */
 export async function insertOutbound(
   trx: Trx,
@@ -247,7 +243,7 @@ export async function insertOutbound(
   now: Date,
 ): Promise<MessageRow> {
   const conversationId = values.conversation_id;
-  const openCaseId = origin ? await recordAnswerer(trx, conversationId, origin, now) : null;
+  const openCaseId = origin ? await recordAnswer(trx, conversationId, answererOf(origin.source), now, agentOf(origin)) : null;
   const message = await trx
     .insertInto('messages')
     .values({
@@ -255,15 +251,7 @@ export async function insertOutbound(
       id: newId(),
       direction: 'outbound',
       status: 'pending',
-      ...(origin?.by
-        ? {
-            sent_by: JSON.stringify({
-              ...(origin.by.type ? { type: origin.by.type } : {}),
-              id: origin.by.id ?? null,
-              name: origin.by.name,
-            }),
-          }
-        : {}),
+      ...(origin?.by ? { sent_by: sentByOf(origin, undefined) } : {}),
       created_at: now,
       updated_at: now,
     })
