@@ -183,6 +183,27 @@ describe('"answer 200 at once, process from a durable queue" (docs/cloud.md "Inb
     expect(await received(next, n)).toBe(1);
   });
 
+  it('batches processed together (their numbers read once for all) each keep what their own receipt verified: a number re-pointed since its receipt is skipped, the other batch stored', async () => {
+    const app = await firstProcess({ workers: false });
+    const a = await cloudNumber(app);
+    const b = await cloudNumber(app);
+    const fromA = freshPhone({ spelling: 'digits' });
+    const fromB = freshPhone({ spelling: 'digits' });
+    expect((await post(app, a, batch(app, a, [[fromA, 'para A']]))).status).toBe(200);
+    expect((await post(app, b, batch(app, b, [[fromB, 'para B']]))).status).toBe(200);
+    // The operator points B's row at another Graph number before the worker runs.
+    await app.rt.services.db
+      .updateTable('phone_numbers')
+      .set({ cloud_phone_number_id: `otro-${randomBytes(6).toString('hex')}` })
+      .where('cloud_phone_number_id', '=', b.graphId)
+      .execute();
+    expect(await drain(app)).toBeGreaterThan(0);
+    expect(await texts(app, a, fromA)).toEqual(['para A']);
+    expect(await texts(app, b, fromB)).toEqual([]);
+    expect(await received(app, b)).toBe(0);
+    expect(await queued(app)).toEqual([]);
+  });
+
   it('"a later batch of a customer never runs before an earlier one": a batch held by a dead claim holds back that customer only, until its lease lapses', async () => {
     const app = await firstProcess({ workers: false });
     const n = await cloudNumber(app);

@@ -221,17 +221,25 @@ interface Verified {
 export async function processWebhooks(s: Services, batches: { payload: unknown; verified: Verified }[]): Promise<ReceiveOutcome[]> {
   const parts: { outcome: ReceiveOutcome; messages: ParsedMessage[]; statuses: ParsedStatus[] }[] = [];
   const numbers = new Map<string, PhoneNumberRow>();
+  // A number removed (or moved to another WABA) since the receipt is not ours any more: read now,
+  // once for every batch processed together.
+  const [allByGraphId, allByWaba] = await Promise.all([
+    numbersByGraphId(s, [...new Set(batches.flatMap((b) => b.verified.numbers))]),
+    numbersByWaba(s, [...new Set(batches.flatMap((b) => b.verified.wabas))]),
+  ]);
   for (const { payload, verified } of batches) {
     const { items, skipped } = parseWebhook(payload, verified.receivedAt);
     const outcome: ReceiveOutcome = { messages: 0, duplicates: 0, statuses: 0, templates: 0, skipped: skipped.length, failed: 0 };
     if (skipped.length > 0) s.log.debug({ skipped }, 'cloud webhook: parts skipped');
 
-    // A number removed (or moved to another WABA) since the receipt is not ours any more.
-    const [byGraphId, byWaba] = await Promise.all([numbersByGraphId(s, verified.numbers), numbersByWaba(s, verified.wabas)]);
-    const mine = new Map(byGraphId.map((n) => [n.cloud_phone_number_id!, n]));
+    // Only what this batch's receipt verified.
+    const mine = new Map(
+      allByGraphId.filter((n) => verified.numbers.includes(n.cloud_phone_number_id!)).map((n) => [n.cloud_phone_number_id!, n]),
+    );
     for (const [id, n] of mine) numbers.set(id, n);
     const wabaAccounts = new Map<string, string[]>();
-    for (const n of byWaba) {
+    for (const n of allByWaba) {
+      if (!verified.wabas.includes(n.cloud_waba_id!)) continue;
       const list = wabaAccounts.get(n.cloud_waba_id!) ?? [];
       if (!list.includes(n.account_id)) list.push(n.account_id);
       wabaAccounts.set(n.cloud_waba_id!, list);
