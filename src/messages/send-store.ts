@@ -76,8 +76,6 @@ interface Written {
   contactId: string | null;
   created: boolean;
   optedOut: boolean;
-  /** The contact's attributes (read only without the message: the origin's send resolves its variables). */
-  attributes: Record<string, string>;
   conversationId: string | null;
   lastInboundAt: Date | null;
   /** The message stored `pending`; null when the send is refused (or not inserted by the statement). */
@@ -92,8 +90,8 @@ const TRIMMED = Array.from({ length: 0x10000 }, (_, c) => String.fromCharCode(c)
   .join('');
 
 /**
- * The contact (locked, or created), its conversation (locked, or created) and, with `withMessage`,
- * the message `pending`, in one statement: the lock order of docs/architecture.md ("Lock order")
+ * The contact (locked, or created), its conversation (locked, or created) and the message
+ * `pending`, in one statement: the lock order of docs/architecture.md ("Lock order")
  * holds inside it (the contact's row lock is taken before the conversation's is looked for; with
  * an `origin`, the open case is locked and records who answered before the message's insert). The
  * message is inserted only when the send is allowed: free text within 24 h of the contact's last
@@ -102,7 +100,7 @@ const TRIMMED = Array.from({ length: 0x10000 }, (_, c) => String.fromCharCode(c)
  * behind even outside a transaction. Template variables resolve in the statement as
  * resolveVariables does: the value sent, else the contact's attribute, else the example.
  */
-async function storeSend(db: Executor, w: SendWrite, withMessage: boolean, accountLocked = false, origin?: SendOrigin): Promise<Written> {
+async function storeSend(db: Executor, w: SendWrite, accountLocked = false, origin?: SendOrigin): Promise<Written> {
   const { account, template, input, now } = w;
   const allowed = template ? sql`NOT c.opted_out` : sql`v.last_inbound_at > ${new Date(now.getTime() - WINDOW_MS)}::timestamptz`;
   const ctes = [
@@ -111,46 +109,41 @@ async function storeSend(db: Executor, w: SendWrite, withMessage: boolean, accou
     // Free text never opens a conversation: a new one has no inbound message, its window is closed.
     sendConversationCtes(account.id, w.number.id, now, template ? sql`NOT (SELECT opted_out FROM send_contact)` : sql`false`),
   ];
-  if (withMessage) {
-    const given = input.template?.variables ?? {};
-    const spec = template?.variables.map((v) => ({
-      name: v.name,
-      given: has(given, v.name) ? given[v.name] : null,
-      example: v.example ?? '',
-    }));
-    const variables = spec
-      ? sql`(SELECT COALESCE(jsonb_object_agg(x.name, CASE
-              WHEN x.given IS NOT NULL THEN x.given
-              WHEN btrim(c.attributes->>x.name, ${TRIMMED}) <> '' THEN c.attributes->>x.name
-              ELSE x.example END), '{}'::jsonb)
-            FROM jsonb_to_recordset(${JSON.stringify(spec)}::jsonb) AS x(name text, given text, example text))`
-      : sql`NULL::jsonb`;
-    const sentBy = sentByOf(origin, input.app);
-    const source = origin?.source ?? (input.campaignId ? 'campaign' : 'api');
-    // Who answered, on the open case: locked before the message is inserted (the insert reads it).
-    const answer = origin
-      ? recordAnswerCtes(sql`(SELECT id FROM send_conversation)`, answererOf(origin.source), now, agentOf(origin))
-      : null;
-    if (answer) ctes.push(answer.ctes);
-    ctes.push(sql`
-  send_message AS (
-    INSERT INTO messages (id, account_id, conversation_id, contact_id, phone_number_id, direction, type, text, template_id,
-      template_name, template_variables, to_phone, campaign_id, source, sent_by, status, created_at, updated_at)
-    SELECT ${newId()}::uuid, ${account.id}::uuid, v.id, c.id, ${w.number.id}::uuid, 'outbound', ${template ? 'template' : 'text'}::text,
-      ${template ? null : (input.text ?? null)}::text, ${template?.id ?? null}::uuid, ${template?.name ?? null}::text, ${variables},
-      ${w.phone}::text, ${input.campaignId ?? null}::uuid, ${source}::text, ${sentBy}::jsonb, 'pending',
-      ${now}::timestamptz, ${now}::timestamptz
-    FROM send_contact c, send_conversation v
-    WHERE ${allowed} ${answer ? sql`AND (SELECT count(*) FROM ${sql.table(answer.open)}) >= 0` : sql``}
-    RETURNING *
-  )`);
-  }
+  const given = input.template?.variables ?? {};
+  const spec = template?.variables.map((v) => ({
+    name: v.name,
+    given: has(given, v.name) ? given[v.name] : null,
+    example: v.example ?? '',
+  }));
+  const variables = spec
+    ? sql`(SELECT COALESCE(jsonb_object_agg(x.name, CASE
+            WHEN x.given IS NOT NULL THEN x.given
+            WHEN btrim(c.attributes->>x.name, ${TRIMMED}) <> '' THEN c.attributes->>x.name
+            ELSE x.example END), '{}'::jsonb)
+          FROM jsonb_to_recordset(${JSON.stringify(spec)}::jsonb) AS x(name text, given text, example text))`
+    : sql`NULL::jsonb`;
+  const sentBy = sentByOf(origin, input.app);
+  const source = origin?.source ?? (input.campaignId ? 'campaign' : 'api');
+  // Who answered, on the open case: locked before the message is inserted (the insert reads it).
+  const answer = origin ? recordAnswerCtes(sql`(SELECT id FROM send_conversation)`, answererOf(origin.source), now, agentOf(origin)) : null;
+  if (answer) ctes.push(answer.ctes);
+  ctes.push(sql`
+send_message AS (
+  INSERT INTO messages (id, account_id, conversation_id, contact_id, phone_number_id, direction, type, text, template_id,
+    template_name, template_variables, to_phone, campaign_id, source, sent_by, status, created_at, updated_at)
+  SELECT ${newId()}::uuid, ${account.id}::uuid, v.id, c.id, ${w.number.id}::uuid, 'outbound', ${template ? 'template' : 'text'}::text,
+    ${template ? null : (input.text ?? null)}::text, ${template?.id ?? null}::uuid, ${template?.name ?? null}::text, ${variables},
+    ${w.phone}::text, ${input.campaignId ?? null}::uuid, ${source}::text, ${sentBy}::jsonb, 'pending',
+    ${now}::timestamptz, ${now}::timestamptz
+  FROM send_contact c, send_conversation v
+  WHERE ${allowed} ${answer ? sql`AND (SELECT count(*) FROM ${sql.table(answer.open)}) >= 0` : sql``}
+  RETURNING *
+)`);
   const { rows } = await sql<
     MessageRow & {
       s_contact_id: string | null;
       s_created: boolean | null;
       s_opted_out: boolean | null;
-      s_attributes: Record<string, string> | null;
       s_conversation_id: string | null;
       s_last_inbound_at: Date | null;
       s_open_case_id?: string | null;
@@ -159,22 +152,20 @@ async function storeSend(db: Executor, w: SendWrite, withMessage: boolean, accou
     WITH ${sql.join(ctes)}
     SELECT c.id AS s_contact_id, c.inserted AS s_created, c.opted_out AS s_opted_out,
       v.id AS s_conversation_id, v.last_inbound_at AS s_last_inbound_at,
-      ${withMessage ? sql`m.*` : sql`c.attributes AS s_attributes`}
-      ${origin && withMessage ? sql`, (SELECT id FROM answered_case) AS s_open_case_id` : sql``}
+      m.* ${answer ? sql`, (SELECT id FROM ${sql.table(answer.open)}) AS s_open_case_id` : sql``}
     FROM (SELECT 1) one
       LEFT JOIN send_contact c ON true
       LEFT JOIN send_conversation v ON true
-      ${withMessage ? sql`LEFT JOIN send_message m ON true` : sql``}`.execute(db);
+      LEFT JOIN send_message m ON true`.execute(db);
   const r = rows[0]!;
-  const { s_contact_id, s_created, s_opted_out, s_attributes, s_conversation_id, s_last_inbound_at, s_open_case_id, ...message } = r;
+  const { s_contact_id, s_created, s_opted_out, s_conversation_id, s_last_inbound_at, s_open_case_id, ...message } = r;
   return {
     contactId: s_contact_id,
     created: s_created === true,
     optedOut: s_opted_out === true,
-    attributes: s_attributes ?? {},
     conversationId: s_conversation_id,
     lastInboundAt: s_last_inbound_at,
-    message: withMessage && message.id ? message : null,
+    message: message.id ? message : null,
     openCaseId: s_open_case_id ?? null,
   };
 }
@@ -185,11 +176,11 @@ async function storeSend(db: Executor, w: SendWrite, withMessage: boolean, accou
  * (assertContactRoom), then the same statement.
  */
 export async function writeAlone(s: Services, w: SendWrite): Promise<{ message: MessageRow; created: boolean }> {
-  let written = await retrying(() => storeSend(s.db, w, true));
+  let written = await retrying(() => storeSend(s.db, w));
   if (written.contactId === null && w.limited) {
     written = await transaction(s.db, async (trx) => {
       await assertContactRoom(trx, w.account);
-      return storeSend(trx, w, true, true);
+      return storeSend(trx, w, true);
     });
   }
   const message = written.message ?? refusal(w, written);
@@ -204,10 +195,10 @@ export async function writeAlone(s: Services, w: SendWrite): Promise<{ message: 
  */
 export async function writeWithOrigin(s: Services, w: SendWrite, origin: SendOrigin): Promise<{ message: MessageRow; created: boolean }> {
   return transaction(s.db, async (trx) => {
-    let written = await storeSend(trx, w, true, false, origin);
+    let written = await storeSend(trx, w, false, origin);
     if (written.contactId === null && w.limited) {
       await assertContactRoom(trx, w.account);
-      written = await storeSend(trx, w, true, true, origin);
+      written = await storeSend(trx, w, true, origin);
     }
     const message = written.message ?? refusal(w, written);
     if (origin.inTransaction) {
