@@ -1,5 +1,6 @@
 // Opening a case from the inbound path (api.md §3 "Case": a customer writes and no case is open).
 import { sql } from 'kysely';
+import { hasCatalogueSql } from '../classification/reasons.js';
 import type { Trx } from '../db/index.js';
 import type { CaseRow } from '../db/types.js';
 import { newId } from '../lib/ids.js';
@@ -87,7 +88,9 @@ export interface InboundCase {
  * src/classification/queue.ts). Set-wise: one statement per kind of write (the new cases' insert
  * reads the default pipeline and its stage itself), one read of earlier ads (known contacts only),
  * one of the closed cases' views. Returns, per input in order, the case with its count, reason
- * state and events.
+ * state and events; and whether the account has a reasons catalogue, which the update and the
+ * insert read with their rows (the classification queue then needs no statement of its own when
+ * there is none).
  *
  * - The new case also emits `case.stage_changed` when it enters a pipeline stage (api.md §3:
  *   "enters a pipeline"). Without a default pipeline the case has stage null and only
@@ -98,8 +101,15 @@ export interface InboundCase {
  * - `ad`: this message's referral (if the message is within 7 days), else the latest ad of the
  *   contact's earlier cases when that click is within 7 days of this message.
  */
-export async function openCasesForInbound(trx: Trx, accountId: string, inputs: InboundCaseInput[], now: Date): Promise<InboundCase[]> {
-  if (inputs.length === 0) return [];
+export async function openCasesForInbound(
+  trx: Trx,
+  accountId: string,
+  inputs: InboundCaseInput[],
+  now: Date,
+): Promise<{ cases: InboundCase[]; catalogue: boolean | undefined }> {
+  if (inputs.length === 0) return { cases: [], catalogue: undefined };
+  /** Whether the account has a reasons catalogue, as the statements below read it (classification). */
+  let catalogue: boolean | undefined;
   const referralOf = (i: InboundCaseInput): StoredAd | null =>
     i.referral && now.getTime() - i.at.getTime() <= AD_WINDOW_MS ? { ...i.referral, at: i.at.toISOString() } : null;
   const counted = inputs.filter((i) => i.open && stillOpenAt(i.open, i.at));
@@ -108,13 +118,21 @@ export async function openCasesForInbound(trx: Trx, accountId: string, inputs: I
   const out = new Map<InboundCaseInput, InboundCase>();
 
   if (counted.length > 0) {
-    const { rows } = await sql<{ id: string; inbound_count: number; reason_status: string; reason_source: string | null }>`
+    const { rows } = await sql<{
+      id: string;
+      inbound_count: number;
+      reason_status: string;
+      reason_source: string | null;
+      catalogue: boolean;
+    }>`
+      WITH catalogue AS (SELECT ${hasCatalogueSql(accountId)} AS yes)
       UPDATE cases c SET last_inbound_at = GREATEST(c.last_inbound_at, u.at), ad = COALESCE(c.ad, u.ad),
         inbound_count = c.inbound_count + 1, updated_at = ${now}
       FROM unnest(${counted.map((i) => i.open!.id)}::uuid[], ${counted.map((i) => i.at)}::timestamptz[],
         ${counted.map((i) => jsonOrNull(referralOf(i)))}::jsonb[]) AS u(id, at, ad)
       WHERE c.id = u.id
-      RETURNING c.id, c.inbound_count, c.reason_status, c.reason_source`.execute(trx);
+      RETURNING c.id, c.inbound_count, c.reason_status, c.reason_source, (SELECT yes FROM catalogue) AS catalogue`.execute(trx);
+    if (rows[0]) catalogue = rows[0].catalogue;
     const byId = new Map(rows.map((r) => [r.id, r]));
     for (const i of counted) {
       const r = byId.get(i.open!.id)!;
@@ -155,7 +173,7 @@ export async function openCasesForInbound(trx: Trx, accountId: string, inputs: I
       fresh.push({ input: i, id: newId(), ad });
     }
     // The default pipeline and its first `open` stage are read by the insert itself (one round trip).
-    const { rows } = await sql<CaseRow & { pipeline_name: string | null; stage_name: string | null }>`
+    const { rows } = await sql<CaseRow & { pipeline_name: string | null; stage_name: string | null; catalogue: boolean }>`
       WITH p AS (
         SELECT p.id, p.name, p.inactivity_hours, s.id AS stage_id, s.name AS stage_name
         FROM pipelines p
@@ -174,10 +192,12 @@ export async function openCasesForInbound(trx: Trx, accountId: string, inputs: I
         LEFT JOIN p ON true
         ORDER BY u.n
         RETURNING *)
-      SELECT ins.*, p.name AS pipeline_name, p.stage_name FROM ins LEFT JOIN p ON true`.execute(trx);
+      SELECT ins.*, p.name AS pipeline_name, p.stage_name, ${hasCatalogueSql(accountId)} AS catalogue
+      FROM ins LEFT JOIN p ON true`.execute(trx);
+    if (rows[0]) catalogue = rows[0].catalogue;
     // The new cases as their views show them (casesQuery's join, from what this pass knows).
     const nameOf = new Map(fresh.map((f) => [f.id, f.input.contactName]));
-    for (const { pipeline_name, stage_name, ...row } of rows) {
+    for (const { pipeline_name, stage_name, catalogue: _, ...row } of rows) {
       if (row.stage_id) staged.add(row.id);
       const joined: CaseJoined = {
         ...row,
@@ -212,7 +232,7 @@ export async function openCasesForInbound(trx: Trx, accountId: string, inputs: I
     ];
     out.set(i, { id: f.id, inboundCount: 1, reasonStatus: 'pending', reasonSource: null, events });
   }
-  return inputs.map((i) => out.get(i)!);
+  return { cases: inputs.map((i) => out.get(i)!), catalogue };
 }
 
 const jsonOrNull = (v: unknown): string | null => (v === null ? null : JSON.stringify(v));

@@ -18,7 +18,7 @@ import { newId } from '../lib/ids.js';
 import { ModelError } from '../llm/types.js';
 import type { Services } from '../services.js';
 import { classifyByKeywords, classifyByModel, keywordAnswers, scoreOf, type Verdict } from './classify.js';
-import { listReasonRows } from './reasons.js';
+import { hasCatalogueSql, listReasonRows } from './reasons.js';
 
 /** The messages classified: a case's first three inbound messages. */
 export const CLASSIFIED_MESSAGES = 3;
@@ -42,9 +42,18 @@ export interface CountedMessage {
  * reason is still pending (or was set by the classifier: its score follows the next messages).
  * One statement for the batch, none when nothing is due. An account without a catalogue has
  * nothing to classify: nothing is queued, and a case's third message sets reasonStatus `none`
- * right here. Returns whether a row was queued (wake the worker after commit).
+ * right here. `catalogue`: whether the account has one, as a statement of this transaction just
+ * read it (the cases' statements: hasCatalogueSql) — without one, and no case at its third
+ * message, there is nothing to write and no statement. Returns whether a row was queued (wake the
+ * worker after commit).
  */
-export async function queueClassifications(trx: Trx, accountId: string, counted: CountedMessage[], now: Date): Promise<boolean> {
+export async function queueClassifications(
+  trx: Trx,
+  accountId: string,
+  counted: CountedMessage[],
+  now: Date,
+  catalogue?: boolean,
+): Promise<boolean> {
   const due = counted.filter(
     (c) =>
       c.inboundCount <= CLASSIFIED_MESSAGES &&
@@ -52,9 +61,9 @@ export async function queueClassifications(trx: Trx, accountId: string, counted:
   );
   if (due.length === 0) return false;
   const last = due.filter((c) => c.inboundCount === CLASSIFIED_MESSAGES).map((c) => c.caseId);
+  if (catalogue === false && last.length === 0) return false;
   const { rows } = await sql<{ queued: boolean }>`
-    WITH catalogue AS (
-      SELECT EXISTS (SELECT 1 FROM reasons WHERE account_id = ${accountId} AND deleted_at IS NULL) AS yes),
+    WITH catalogue AS (SELECT ${hasCatalogueSql(accountId)} AS yes),
     q AS (
       INSERT INTO case_classifications (id, case_id, message_id, nth, run_at, created_at)
       SELECT u.id, u.case_id, u.message_id, u.nth, ${now}, ${now}

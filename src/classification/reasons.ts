@@ -177,3 +177,12 @@ export const deleteReason = (s: Services, accountId: string, id: string): Promis
     const now = s.clock.now();
     await trx.updateTable('reasons').set({ deleted_at: now, updated_at: now }).where('id', '=', cur.id).execute();
   });
+
+/**
+ * Whether the account has a reasons catalogue (a live reason), as an SQL expression: the
+ * classification queue's statement decides with it, and the inbound path's case statements return
+ * it so a round of an account without one needs no classification statement for a case's first
+ * two messages (classification/queue.ts queueClassifications).
+ */
+export const hasCatalogueSql = (accountId: string) =>
+  sql<boolean>`EXISTS (SELECT 1 FROM reasons WHERE account_id = ${accountId} AND deleted_at IS NULL)`;

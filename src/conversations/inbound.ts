@@ -443,7 +443,7 @@ async function storeRound(
         open: openCases.get(w.conversation.id),
       };
     });
-  const cases = await openCasesForInbound(trx, accountId, caseInputs, now);
+  const { cases, catalogue } = await openCasesForInbound(trx, accountId, caseInputs, now);
   const caseOf = new Map<Item, { id: string; events: NewEvent[] }>();
   const toClassify: { caseId: string; inboundCount: number; reasonStatus: string; reasonSource: string | null; messageId: string }[] = [];
   let n = 0;
@@ -458,7 +458,7 @@ async function storeRound(
     toClassify.push({ ...c, caseId: c.id, messageId: i.messageId });
   }
   // The case's first three messages are classified (src/classification/queue.ts).
-  if (await queueClassifications(trx, accountId, toClassify, now)) stored.wakeClassifier = true;
+  if (await queueClassifications(trx, accountId, toClassify, now, catalogue)) stored.wakeClassifier = true;
 
   // Every event of the round in one write, each customer's in their order.
   const events: NewEvent[] = [];

@@ -269,6 +269,18 @@ describe('keyword rules (no model): "the reason whose keywords match most, confi
     expect(await queued(last.id)).toBe(0);
   });
 
+  it("a catalogue created after a case's first message classifies from its second: whether the account has one is read with each message, never kept", async () => {
+    const acc = await app.createAccount();
+    const from = freshPhone();
+    const first = await writes(acc, from, 'Hola');
+    expect(first.reasonStatus).toBe('pending');
+    expect(await queued(first.id)).toBe(0);
+    await reason(acc, PRECIO);
+    const second = await writes(acc, from, '¿Cuánto sale por mayor?');
+    expect(second.id).toBe(first.id);
+    expect(second).toMatchObject({ reasonStatus: 'set', reason: 'Consulta de precio', reasonSource: 'classifier' });
+  });
+
   it('"A person\'s reason (operator API) always wins and is never overwritten by the classifier"', async () => {
     const acc = await app.createAccount();
     await reason(acc, RECLAMO);
