@@ -4,6 +4,7 @@
 // transaction, with the message — and its end is written with the execution's next transaction
 // (finishLater). A claim that finds `effect_step` set (a crash in between) fails the execution
 // "interrumpida" instead of repeating the effect (step-end.ts).
+import type { RawBuilder } from 'kysely';
 import type { Trx } from '../db/index.js';
 import type { ExecutionRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
@@ -11,9 +12,23 @@ import { newId } from '../lib/ids.js';
 import type { AutomationResource } from '../limits/usage.js';
 import { MessageCapFull } from '../messages/outbound-guard.js';
 import { sendInConversation } from '../messages/send.js';
+import type { SendOrigin } from '../messages/send-store.js';
 import type { StepOf } from './flow.js';
 import { end } from './step-end.js';
-import { type Ctx, count, type ExecUpdate, lease, parkUntil, refusalText, renderCtx, updateExecution, write } from './step-writes.js';
+import {
+  type Ctx,
+  count,
+  countsLater,
+  type ExecUpdate,
+  executionWriteCtes,
+  Lost,
+  lease,
+  parkUntil,
+  refusalText,
+  renderCtx,
+  updateExecution,
+  write,
+} from './step-writes.js';
 import { renderText } from './text.js';
 
 type SendResult =
@@ -24,12 +39,13 @@ type SendResult =
 
 /**
  * Sends as POST /messages would (window, template, opt-out), from the execution's number;
- * `start` runs inside the transaction that stores the message.
+ * `start` runs inside the transaction that stores the message, or `composed` in its one statement.
  */
 async function sendFor(
   c: Ctx,
   what: { text: string } | { template: { id: string; variables?: Record<string, string> | undefined } },
   start: (trx: Trx) => Promise<void>,
+  composed: SendOrigin['composed'],
 ): Promise<SendResult> {
   const ctx = renderCtx(c);
   try {
@@ -47,7 +63,7 @@ async function sendFor(
               variables: Object.fromEntries(Object.entries(what.template.variables ?? {}).map(([k, v]) => [k, renderText(v, ctx)])),
             },
           }),
-      origin: { source: 'automation', by: { id: c.automation.id, name: c.automation.name }, inTransaction: start },
+      origin: { source: 'automation', by: { id: c.automation.id, name: c.automation.name }, inTransaction: start, composed },
     });
     if (commentId) c.row = { ...c.row, reply_comment_id: null };
     return { ok: true, messageId: m.id };
@@ -77,26 +93,38 @@ export async function sendStep(
   const logId = newId();
   const started = c.s.clock.now();
   let counted: AutomationResource[] = [];
-  const r = await sendFor(c, what, async (trx) => {
-    c.later = [];
-    await updateExecution(
-      trx,
-      c,
-      {
-        effect_step: logId,
-        run_at: lease(c),
-        ...(step.type === 'ask' ? { inputs_pending: 0 } : {}),
-        // A comment automation's first send is the comment's one private reply.
-        ...(c.row.reply_comment_id ? { reply_comment_id: null } : {}),
-      },
-      { log: { step, outcome: null, id: logId, open: true, at: started } },
-    );
-    // After the execution row is locked: an answer committed meanwhile is either dropped here or
-    // counted in inputs_pending after this write, never left unread with inputs_pending at 0.
-    if (step.type === 'ask') await dropInput(trx, c.row.id);
-    await count(trx, c, false);
-    counted = c.later;
-  });
+  const startSet: ExecUpdate = {
+    effect_step: logId,
+    run_at: lease(c),
+    ...(step.type === 'ask' ? { inputs_pending: 0 } : {}),
+    // A comment automation's first send is the comment's one private reply.
+    ...(c.row.reply_comment_id ? { reply_comment_id: null } : {}),
+  };
+  const startLog = { log: { step, outcome: null, id: logId, open: true, at: started } };
+  // A send without a quota to take writes its start in the message's own statement: one round
+  // trip. An ask drops earlier input after the execution's lock, which needs a statement of its
+  // own (it must see an answer committed meanwhile): it takes the transaction.
+  const later = step.type === 'send' ? countsLater(c, false) : null;
+  const composed = later
+    ? (gate: RawBuilder<unknown>) => {
+        counted = later;
+        return { ctes: executionWriteCtes(c, startSet, startLog, gate), rows: 'x', lost: () => new Lost() };
+      }
+    : undefined;
+  const r = await sendFor(
+    c,
+    what,
+    async (trx) => {
+      c.later = [];
+      await updateExecution(trx, c, startSet, startLog);
+      // After the execution row is locked: an answer committed meanwhile is either dropped here or
+      // counted in inputs_pending after this write, never left unread with inputs_pending at 0.
+      if (step.type === 'ask') await dropInput(trx, c.row.id);
+      await count(trx, c, false);
+      counted = c.later;
+    },
+    composed,
+  );
   // Past the account's messages per minute the step waits for the next minute, not lost: the claim
   // is given back (with the end of the step before), due again then.
   if ('wait' in r) return parkUntil(c, r.wait);

@@ -6,7 +6,7 @@
 //
 // Row locks, in the order of docs/architecture.md: the step's contact / conversation / case, then
 // the execution row, then the month's automation counter, then events.
-import { sql, type Updateable } from 'kysely';
+import { type RawBuilder, sql, type Updateable } from 'kysely';
 import type { Agent } from 'undici';
 import type { ComposedWrite } from '../conversations/service.js';
 import type { Trx } from '../db/index.js';
@@ -89,19 +89,13 @@ export interface LogWrites {
 }
 
 /**
- * Writes the execution's new fields if this runner still holds it (else Lost), and its step log
- * with it: one statement — `ahead` (a write of the conversation, which locks before the execution
- * row: the update reads its rows, so it runs first), the pending end of the step before
- * (finishLater), `logs`, and the execution's update, whose row the log's insert follows (none
- * when the claim is lost; a lost claim rolls the transaction back, `ahead` with it).
+ * The execution's update as CTEs, for updateExecution's statement or a statement of another
+ * write (a send's: messages/send-store.ts): `x`, the execution's row if this runner still holds it;
+ * the pending end of the step before (finishLater); `logs`. `gate` orders the update after the
+ * caller's rows (their locks come first: the update reads them, as a one-time filter); what
+ * follows `x` runs only when it updated (a lost claim writes nothing, even outside a transaction).
  */
-export async function updateExecution(
-  trx: Trx,
-  c: Ctx,
-  set: ExecUpdate,
-  logs: LogWrites = {},
-  ahead?: ComposedWrite,
-): Promise<ExecutionRow> {
+export function executionWriteCtes(c: Ctx, set: ExecUpdate, logs: LogWrites = {}, gate?: RawBuilder<unknown>): RawBuilder<unknown> {
   const now = c.s.clock.now();
   const f = c.finish;
   const finish = [...(f ? [f.log] : []), ...(logs.finish ?? [])];
@@ -113,24 +107,43 @@ export async function updateExecution(
       .map(([k, v]) => sql`${sql.ref(k)} = ${v}`),
   );
   const ctes = [
-    ...(ahead ? [ahead.ctes] : []),
     sql`x AS (UPDATE automation_executions SET ${assignments}
-      WHERE id = ${c.row.id} AND claim = ${c.row.claim} AND status = 'running'
-        ${ahead ? sql`AND (SELECT count(*) FROM ${sql.table(ahead.rows)}) >= 0` : sql``}
+      WHERE id = ${c.row.id} AND claim = ${c.row.claim} AND status = 'running' ${gate ? sql`AND ${gate}` : sql``}
       RETURNING *)`,
   ];
   if (finish.length > 0)
     ctes.push(sql`fin AS (UPDATE automation_steps s SET ended_at = ${now}, outcome = v.outcome, detail = v.detail::jsonb
       FROM unnest(${finish.map((l) => l.id)}::uuid[], ${finish.map((l) => l.outcome)}::text[],
         ${finish.map((l) => (l.detail ? JSON.stringify(l.detail) : null))}::text[]) AS v(id, outcome, detail)
-      WHERE s.id = v.id)`);
+      WHERE s.id = v.id AND EXISTS (SELECT 1 FROM x))`);
   if (logs.closeOpen)
     ctes.push(sql`cl AS (UPDATE automation_steps SET ended_at = ${now}, outcome = ${logs.closeOpen.outcome}
-      WHERE execution_id = ${c.row.id} AND step_id = ${logs.closeOpen.stepId} AND ended_at IS NULL)`);
+      WHERE execution_id = ${c.row.id} AND step_id = ${logs.closeOpen.stepId} AND ended_at IS NULL AND EXISTS (SELECT 1 FROM x))`);
   if (logs.log) ctes.push(sql`lg AS (${logInsert(c, logs.log, now)} FROM x)`);
+  return sql.join(ctes);
+}
+
+/**
+ * Writes the execution's new fields if this runner still holds it (else Lost), and its step log
+ * with it: one statement (executionWriteCtes) — `ahead` first (a write of the conversation, which
+ * locks before the execution row), the pending end of the step before, `logs`, and the
+ * execution's update (none when the claim is lost; a lost claim rolls the transaction back,
+ * `ahead` with it).
+ */
+export async function updateExecution(
+  trx: Trx,
+  c: Ctx,
+  set: ExecUpdate,
+  logs: LogWrites = {},
+  ahead?: ComposedWrite,
+): Promise<ExecutionRow> {
+  const ctes = executionWriteCtes(c, set, logs, ahead ? sql`(SELECT count(*) FROM ${sql.table(ahead.rows)}) >= 0` : undefined);
   const selected = ahead ? sql`x.*, ${ahead.notify} AS ahead_notified` : sql`x.*`;
-  const out = (await sql<ExecutionRow & { ahead_notified?: unknown }>`WITH ${sql.join(ctes)} SELECT ${selected} FROM x`.execute(trx))
-    .rows[0];
+  const out = (
+    await sql<
+      ExecutionRow & { ahead_notified?: unknown }
+    >`WITH ${ahead ? sql`${ahead.ctes}, ` : sql``}${ctes} SELECT ${selected} FROM x`.execute(trx)
+  ).rows[0];
   if (!out) throw new Lost();
   const { ahead_notified: _, ...row } = out;
   return row;
@@ -181,6 +194,19 @@ export async function count(trx: Trx, c: Ctx, http: boolean): Promise<void> {
   };
   await take('automationSteps', limits.automationStepsPerMonth);
   if (http) await take('automationHttpRequests', limits.automationHttpRequestsPerMonth);
+}
+
+/**
+ * A step's counts of the month when none of them has a quota: kept for after the commit (count()
+ * would only push them to `c.later`), so the step's start needs no statement of its own; null when
+ * one has a quota (count() takes it in the transaction). A test counts nothing.
+ */
+export function countsLater(c: Ctx, http: boolean): AutomationResource[] | null {
+  if (c.row.test) return [];
+  const limits = effectiveLimits(c.account.plan, c.account.limits);
+  if (limits.automationStepsPerMonth !== null) return null;
+  if (!http) return ['automationSteps'];
+  return limits.automationHttpRequestsPerMonth === null ? ['automationSteps', 'automationHttpRequests'] : null;
 }
 
 /**

@@ -37,7 +37,9 @@ export function recordAnswerCtes(
   who: Answerer,
   now: Date,
   agent?: { id: string; name: string },
-): { ctes: RawBuilder<unknown>; open: string } {
+  /** A condition the case's update also needs (a composed write's rows: it runs after them). */
+  gate?: RawBuilder<unknown>,
+): { ctes: RawBuilder<unknown>; lock: RawBuilder<unknown>; update: RawBuilder<unknown>; open: string } {
   const next = sql`CASE o.handled_by ${sql.join(
     HANDLED_BY.map((h) => sql`WHEN ${h} THEN ${nextHandledBy(h, who)}`),
     sql` `,
@@ -46,19 +48,20 @@ export function recordAnswerCtes(
     who === 'ai' && agent
       ? sql`(o.agent_id IS DISTINCT FROM ${agent.id}::uuid OR o.agent_name IS DISTINCT FROM ${agent.name}::text)`
       : sql`false`;
-  const ctes = sql`
+  const lock = sql`
     answered_case AS (
       SELECT id, handled_by, agent_id, agent_name FROM cases
       WHERE conversation_id = ${typeof conversationId === 'string' ? sql`${conversationId}::uuid` : conversationId} AND status = 'open'
       FOR UPDATE),
-    answered_next AS (SELECT o.id, o.handled_by, ${next} AS next, ${names} AS names FROM answered_case o),
+    answered_next AS (SELECT o.id, o.handled_by, ${next} AS next, ${names} AS names FROM answered_case o)`;
+  const update = sql`
     answered_update AS (
       UPDATE cases c SET handled_by = n.next,
         agent_id = CASE WHEN n.names THEN ${agent?.id ?? null}::uuid ELSE c.agent_id END,
         agent_name = CASE WHEN n.names THEN ${agent?.name ?? null}::text ELSE c.agent_name END,
         updated_at = ${now}
-      FROM answered_next n WHERE c.id = n.id AND (n.next <> n.handled_by OR n.names))`;
-  return { ctes, open: 'answered_case' };
+      FROM answered_next n WHERE c.id = n.id AND (n.next <> n.handled_by OR n.names) ${gate ? sql`AND ${gate}` : sql``})`;
+  return { ctes: sql`${lock}, ${update}`, lock, update, open: 'answered_case' };
 }
 
 /**

@@ -2,16 +2,15 @@
 // `pending`, in one statement (storeSend); a send with an origin also records who answered the
 // open case in that statement, and runs `origin.inTransaction` after it in the same transaction.
 // The provider call comes after, outside (send.ts).
-import { type Insertable, sql } from 'kysely';
+import { type Insertable, type RawBuilder, sql } from 'kysely';
 import { answererOf, recordAnswer, recordAnswerCtes } from '../cases/handled-by.js';
 import { assertContactRoom, sendContactCtes } from '../contacts/service.js';
 import { sendConversationCtes, WINDOW_MS } from '../conversations/service.js';
-import type { Executor, Trx } from '../db/index.js';
+import type { Db, Executor, Trx } from '../db/index.js';
 import { retrying, transaction } from '../db/retry.js';
 import type { AccountRow, MessageRow, MessagesTable, PhoneNumberRow, TemplateRow } from '../db/types.js';
 import { ApiError } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
-import type { Services } from '../services.js';
 import { has } from './send-from.js';
 
 export interface SendInput {
@@ -37,6 +36,21 @@ export interface SendOrigin {
    * conversation over (conversations/team.ts). Throwing rolls the message back.
    */
   inTransaction?: (trx: Trx, messageId: string, stored: StoredSend) => Promise<void>;
+  /**
+   * What `inTransaction` writes, as CTEs of the send's one statement instead (no transaction: one
+   * round trip), when the origin can: they run after the open case's lock and only when the send is
+   * allowed (`gate`), before the message's insert. The message is inserted, and the case records
+   * who answered, only when the CTE `rows` has a row; when it has none, `lost()` is thrown and the
+   * statement wrote nothing. Left out when this send needs the transaction (inTransaction).
+   */
+  composed?: ((gate: RawBuilder<unknown>) => ComposedOrigin) | undefined;
+}
+
+/** An origin's writes composed into the send's statement (SendOrigin.composed). */
+export interface ComposedOrigin {
+  ctes: RawBuilder<unknown>;
+  rows: string;
+  lost: () => Error;
 }
 
 /** What the send's transaction holds when `origin.inTransaction` runs. */
@@ -84,6 +98,9 @@ interface Written {
   openCaseId: string | null;
 }
 
+/** Where an origin's composed writes run (SendOrigin.composed): after the case's lock, when allowed. */
+const COMPOSED_GATE = sql`(SELECT count(*) FROM answered_case) >= 0 AND EXISTS (SELECT 1 FROM send_allowed)`;
+
 /** Every character String.prototype.trim removes: a variable value is blank when only these remain. */
 const TRIMMED = Array.from({ length: 0x10000 }, (_, c) => String.fromCharCode(c))
   .filter((ch) => ch.trim() === '')
@@ -100,7 +117,7 @@ const TRIMMED = Array.from({ length: 0x10000 }, (_, c) => String.fromCharCode(c)
  * behind even outside a transaction. Template variables resolve in the statement as
  * resolveVariables does: the value sent, else the contact's attribute, else the example.
  */
-async function storeSend(db: Executor, w: SendWrite, accountLocked = false, origin?: SendOrigin): Promise<Written> {
+async function storeSend(db: Executor, w: SendWrite, accountLocked = false, origin?: SendOrigin, compose = false): Promise<Written> {
   const { account, template, input, now } = w;
   const allowed = template ? sql`NOT c.opted_out` : sql`v.last_inbound_at > ${new Date(now.getTime() - WINDOW_MS)}::timestamptz`;
   const ctes = [
@@ -124,9 +141,21 @@ async function storeSend(db: Executor, w: SendWrite, accountLocked = false, orig
     : sql`NULL::jsonb`;
   const sentBy = sentByOf(origin, input.app);
   const source = origin?.source ?? (input.campaignId ? 'campaign' : 'api');
+  // The origin's own writes in this statement: after the case's lock, before the message.
+  const composed = compose && origin?.composed ? origin.composed(COMPOSED_GATE) : null;
+  const composedRows = composed ? sql`EXISTS (SELECT 1 FROM ${sql.table(composed.rows)})` : undefined;
   // Who answered, on the open case: locked before the message is inserted (the insert reads it).
-  const answer = origin ? recordAnswerCtes(sql`(SELECT id FROM send_conversation)`, answererOf(origin.source), now, agentOf(origin)) : null;
-  if (answer) ctes.push(answer.ctes);
+  const answer = origin
+    ? recordAnswerCtes(sql`(SELECT id FROM send_conversation)`, answererOf(origin.source), now, agentOf(origin), composedRows)
+    : null;
+  if (answer && composed) {
+    ctes.push(
+      answer.lock,
+      sql`send_allowed AS (SELECT 1 FROM send_contact c, send_conversation v WHERE ${allowed})`,
+      composed.ctes,
+      answer.update,
+    );
+  } else if (answer) ctes.push(answer.ctes);
   ctes.push(sql`
 send_message AS (
   INSERT INTO messages (id, account_id, conversation_id, contact_id, phone_number_id, direction, type, text, template_id,
@@ -136,7 +165,7 @@ send_message AS (
     ${w.phone}::text, ${input.campaignId ?? null}::uuid, ${source}::text, ${sentBy}::jsonb, 'pending',
     ${now}::timestamptz, ${now}::timestamptz
   FROM send_contact c, send_conversation v
-  WHERE ${allowed} ${answer ? sql`AND (SELECT count(*) FROM ${sql.table(answer.open)}) >= 0` : sql``}
+  WHERE ${allowed} ${composedRows ? sql`AND ${composedRows}` : answer ? sql`AND (SELECT count(*) FROM ${sql.table(answer.open)}) >= 0` : sql``}
   RETURNING *
 )`);
   const { rows } = await sql<
@@ -147,18 +176,22 @@ send_message AS (
       s_conversation_id: string | null;
       s_last_inbound_at: Date | null;
       s_open_case_id?: string | null;
+      s_allowed?: boolean;
     }
   >`
     WITH ${sql.join(ctes)}
     SELECT c.id AS s_contact_id, c.inserted AS s_created, c.opted_out AS s_opted_out,
       v.id AS s_conversation_id, v.last_inbound_at AS s_last_inbound_at,
       m.* ${answer ? sql`, (SELECT id FROM ${sql.table(answer.open)}) AS s_open_case_id` : sql``}
+      ${composed ? sql`, EXISTS (SELECT 1 FROM send_allowed) AS s_allowed` : sql``}
     FROM (SELECT 1) one
       LEFT JOIN send_contact c ON true
       LEFT JOIN send_conversation v ON true
       LEFT JOIN send_message m ON true`.execute(db);
   const r = rows[0]!;
-  const { s_contact_id, s_created, s_opted_out, s_conversation_id, s_last_inbound_at, s_open_case_id, ...message } = r;
+  const { s_contact_id, s_created, s_opted_out, s_conversation_id, s_last_inbound_at, s_open_case_id, s_allowed, ...message } = r;
+  // Allowed, yet the origin's rows are missing (an automation's claim lost): nothing was written.
+  if (composed && s_allowed && !message.id) throw composed.lost();
   return {
     contactId: s_contact_id,
     created: s_created === true,
@@ -175,10 +208,10 @@ send_message AS (
  * contact under a contact limit takes a transaction: the account's lock and count
  * (assertContactRoom), then the same statement.
  */
-export async function writeAlone(s: Services, w: SendWrite): Promise<{ message: MessageRow; created: boolean }> {
-  let written = await retrying(() => storeSend(s.db, w));
+export async function writeAlone(db: Db, w: SendWrite): Promise<{ message: MessageRow; created: boolean }> {
+  let written = await retrying(() => storeSend(db, w));
   if (written.contactId === null && w.limited) {
-    written = await transaction(s.db, async (trx) => {
+    written = await transaction(db, async (trx) => {
       await assertContactRoom(trx, w.account);
       return storeSend(trx, w, true);
     });
@@ -188,13 +221,20 @@ export async function writeAlone(s: Services, w: SendWrite): Promise<{ message: 
 }
 
 /**
- * A send of an automation, an agent or the team, in one transaction: the contact, its
- * conversation, who answered the open case and the message in one statement (storeSend), then the
- * origin's records (`origin.inTransaction`: an automation's step started). A refusal rolls it all
- * back.
+ * A send of an automation, an agent or the team: the contact, its conversation, who answered the
+ * open case and the message in one statement (storeSend), with the origin's records
+ * (`origin.composed`: an automation's step started) in it when the origin can — one round trip, no
+ * transaction; else in one transaction, the origin's records after the statement
+ * (`origin.inTransaction`). A refusal leaves nothing behind either way.
  */
-export async function writeWithOrigin(s: Services, w: SendWrite, origin: SendOrigin): Promise<{ message: MessageRow; created: boolean }> {
-  return transaction(s.db, async (trx) => {
+export async function writeWithOrigin(db: Db, w: SendWrite, origin: SendOrigin): Promise<{ message: MessageRow; created: boolean }> {
+  if (origin.composed) {
+    const written = await retrying(() => storeSend(db, w, false, origin, true));
+    if (written.message) return { message: written.message, created: written.created };
+    // A new contact under a contact limit needs the account's lock first: the transaction below.
+    if (!(written.contactId === null && w.limited)) refusal(w, written);
+  }
+  return transaction(db, async (trx) => {
     let written = await storeSend(trx, w, false, origin);
     if (written.contactId === null && w.limited) {
       await assertContactRoom(trx, w.account);

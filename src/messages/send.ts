@@ -46,7 +46,7 @@ export async function sendMessage(s: Services, account: AccountRow, input: SendI
     now,
     limited: effectiveLimits(account.plan, account.limits).contacts !== null,
   };
-  const { message: pending, created } = input.origin ? await writeWithOrigin(s, write, input.origin) : await writeAlone(s, write);
+  const { message: pending, created } = input.origin ? await writeWithOrigin(s.db, write, input.origin) : await writeAlone(s.db, write);
   // GET /me counts the account's contacts.
   if (created) s.accountViews.changed(account.id);
 
