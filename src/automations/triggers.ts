@@ -7,7 +7,7 @@
 // agent (when active) starts a stretch.
 import { sql } from 'kysely';
 import { startStretch, stretchMessagesSql } from '../agents/stretches.js';
-import type { Trx } from '../db/index.js';
+import type { Executor, Trx } from '../db/index.js';
 import type { AgentRow, AutomationRow, ConversationRow, PhoneNumberRow, SocialAccountRow } from '../db/types.js';
 import { insertExecution } from './executions.js';
 import type { Trigger } from './flow.js';
@@ -159,7 +159,7 @@ async function startForInbound(
   });
   if (!chosen) {
     const first = listening.find((a) => (a.trigger as Trigger).type === 'first_message');
-    if (first && (m.contactCreated || (await isFirstInbound(trx, m.contactId, m.messageId)))) chosen = first;
+    if (first && (m.contactCreated || (await isFirstInbound(trx, m.accountId, m.contactId, m.messageId)))) chosen = first;
   }
   if (!chosen) return byAgent();
   // Past the automation's start rate the message starts nothing (counted: chasqui_limit_refusals_total).
@@ -202,13 +202,17 @@ const listensOn = (a: Pick<AutomationRow, 'phone_number_id'>, number: PhoneNumbe
     : number !== null && (a.phone_number_id === null ? number.is_default : a.phone_number_id === number.id);
 
 /** No earlier inbound message of the contact (a contact added by the API who writes for the first time). */
-async function isFirstInbound(trx: Trx, contactId: string, messageId: string): Promise<boolean> {
+export async function isFirstInbound(trx: Executor, accountId: string, contactId: string, messageId: string): Promise<boolean> {
+  // Through the contact's conversations (their unique index, then each one's messages): messages
+  // has no index by contact, and a filter on it read the whole table (50 ms at 200,000 messages).
   const earlier = await trx
-    .selectFrom('messages')
-    .select('id')
-    .where('contact_id', '=', contactId)
-    .where('direction', '=', 'inbound')
-    .where('id', '<>', messageId)
+    .selectFrom('conversations as c')
+    .innerJoin('messages as m', 'm.conversation_id', 'c.id')
+    .select('m.id')
+    .where('c.account_id', '=', accountId)
+    .where('c.contact_id', '=', contactId)
+    .where('m.direction', '=', 'inbound')
+    .where('m.id', '<>', messageId)
     .limit(1)
     .executeTakeFirst();
   return !earlier;

@@ -1,7 +1,7 @@
 // Opening a case from the inbound path (api.md §3 "Case": a customer writes and no case is open).
 import { sql } from 'kysely';
 import { hasCatalogueSql } from '../classification/reasons.js';
-import type { Trx } from '../db/index.js';
+import type { Executor, Trx } from '../db/index.js';
 import type { CaseRow } from '../db/types.js';
 import { newId } from '../lib/ids.js';
 import type { NewEvent } from '../webhooks/outbox.js';
@@ -158,14 +158,7 @@ export async function openCasesForInbound(
   if (opening.length > 0) {
     // The latest ad of each contact's earlier cases (a contact created by this message has none).
     const asking = opening.filter((i) => !referralOf(i) && !i.contactCreated).map((i) => i.contactId);
-    const earlier = new Map<string, StoredAd>();
-    if (asking.length > 0) {
-      const { rows } = await sql<{ contact_id: string; ad: StoredAd }>`
-        SELECT DISTINCT ON (contact_id) contact_id, ad FROM cases
-        WHERE contact_id = ANY (${asking}::uuid[]) AND ad IS NOT NULL
-        ORDER BY contact_id, opened_at DESC, id DESC`.execute(trx);
-      for (const r of rows) earlier.set(r.contact_id, r.ad);
-    }
+    const earlier = asking.length > 0 ? await latestAds(trx, asking) : new Map<string, StoredAd>();
     for (const i of opening) {
       let ad = referralOf(i);
       const prev = earlier.get(i.contactId);
@@ -236,3 +229,15 @@ export async function openCasesForInbound(
 }
 
 const jsonOrNull = (v: unknown): string | null => (v === null ? null : JSON.stringify(v));
+
+/**
+ * The ad of each contact's latest case that came from one (the contacts' earlier cases), through
+ * the index of the cases with an ad (`cases_contact_ad`): cases has no other index by contact.
+ */
+export async function latestAds(trx: Executor, contactIds: string[]): Promise<Map<string, StoredAd>> {
+  const { rows } = await sql<{ contact_id: string; ad: StoredAd }>`
+    SELECT DISTINCT ON (contact_id) contact_id, ad FROM cases
+    WHERE contact_id = ANY (${contactIds}::uuid[]) AND ad IS NOT NULL
+    ORDER BY contact_id, opened_at DESC, id DESC`.execute(trx);
+  return new Map(rows.map((r) => [r.contact_id, r.ad]));
+}

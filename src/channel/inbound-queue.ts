@@ -15,7 +15,7 @@
 // a key, so a customer's later batch waits for the earlier one, whichever
 // worker or process holds it, while other customers' batches run side by side.
 import { sql } from 'kysely';
-import type { Trx } from '../db/index.js';
+import type { Executor, Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
 import { ClaimLoop } from '../jobs/claim-loop.js';
 import { describeFailure, LAPSED, logDeath, maxTries, recordDeath, retryAt } from '../jobs/dead-letters.js';
@@ -114,30 +114,10 @@ export class InboundWorker {
     return this.loop.runOnce();
   }
 
-  /**
-   * Claims up to `limit` due batches, oldest first, skipping any that shares a key with an earlier
-   * queued batch (claimed, backing off or due; a dead one has no keys left): their `run_at` becomes
-   * the lease's end.
-   */
   private async claim(limit: number): Promise<QueuedBatch[]> {
     if (limit <= 0) return [];
     const now = this.s.clock.now();
-    const lease = new Date(now.getTime() + LEASE_MS);
-    const claim = newId();
-    const r = await sql<QueuedBatch>`
-      UPDATE inbound_queue q SET claim = ${claim}, run_at = ${lease}, attempts = q.attempts + 1
-      WHERE q.id IN (
-        SELECT b.id FROM inbound_queue b
-        WHERE b.run_at <= ${now} AND b.dead_at IS NULL
-          AND NOT EXISTS (
-            SELECT 1 FROM unnest(b.keys) k
-            WHERE EXISTS (SELECT 1 FROM inbound_queue_keys e WHERE e.key = k AND e.queue_id < b.id))
-        ORDER BY b.id LIMIT ${limit}
-        FOR UPDATE SKIP LOCKED)
-      RETURNING q.id, q.channel, q.body, q.numbers, q.wabas, q.received_at, q.attempts, q.claim, q.failed_at, q.last_error`.execute(
-      this.s.db,
-    );
-    return r.rows.map((row) => ({ ...row, id: String(row.id) }));
+    return claimBatches(this.s.db, now, new Date(now.getTime() + LEASE_MS), limit);
   }
 
   private async run(rows: QueuedBatch[]): Promise<number> {
@@ -248,4 +228,26 @@ export async function reviveInbound(trx: Trx, itemId: string, now: Date): Promis
 /** Operator's discard of a dead batch: gone (its keys went when it died). */
 export async function discardInbound(trx: Trx, itemId: string): Promise<void> {
   await sql`DELETE FROM inbound_queue WHERE id = ${itemId}::bigint AND dead_at IS NOT NULL`.execute(trx);
+}
+
+/**
+ * Claims up to `limit` due batches, oldest first, skipping any that shares a key with an earlier
+ * queued batch (claimed, backing off or due; a dead one has no keys left): their `run_at` becomes
+ * the lease's end. The live batches' own index (`inbound_queue_live`) keeps the dead ones, which
+ * stay at the head of the queue until the operator acts, out of every claim's way.
+ */
+export async function claimBatches(db: Executor, now: Date, lease: Date, limit: number): Promise<QueuedBatch[]> {
+  const claim = newId();
+  const r = await sql<QueuedBatch>`
+    UPDATE inbound_queue q SET claim = ${claim}, run_at = ${lease}, attempts = q.attempts + 1
+    WHERE q.id IN (
+      SELECT b.id FROM inbound_queue b
+      WHERE b.run_at <= ${now} AND b.dead_at IS NULL
+        AND NOT EXISTS (
+          SELECT 1 FROM unnest(b.keys) k
+          WHERE EXISTS (SELECT 1 FROM inbound_queue_keys e WHERE e.key = k AND e.queue_id < b.id))
+      ORDER BY b.id LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED)
+    RETURNING q.id, q.channel, q.body, q.numbers, q.wabas, q.received_at, q.attempts, q.claim, q.failed_at, q.last_error`.execute(db);
+  return r.rows.map((row) => ({ ...row, id: String(row.id) }));
 }

@@ -9,7 +9,7 @@
 import { sql } from 'kysely';
 import { normalizeText } from '../automations/text.js';
 import { applyClassification, noReasonSql } from '../cases/service.js';
-import type { Trx } from '../db/index.js';
+import type { Executor, Trx } from '../db/index.js';
 import { transaction } from '../db/retry.js';
 import type { ReasonRow } from '../db/types.js';
 import { describeFailure, LAPSED, logDeath, maxTries, recordDeath, retryAt } from '../jobs/dead-letters.js';
@@ -89,9 +89,11 @@ interface Claimed {
 
 /**
  * Claims up to `limit` due rows, the oldest of each case whose older rows are all done (a dead one
- * no longer holds the case's later ones); run_at becomes the lease's end.
+ * no longer holds the case's later ones); run_at becomes the lease's end. Both reads go through
+ * indexes of the live rows (`case_classifications_due`, `_case`): dead rows, whose run_at stays
+ * old, are not walked by every claim.
  */
-async function claim(s: Services, limit: number): Promise<Claimed[]> {
+export async function claim(s: Services, limit: number, db: Executor = s.db): Promise<Claimed[]> {
   const now = s.clock.now();
   const lease = new Date(now.getTime() + CLASSIFY_LEASE_MS);
   const r = await sql<Claimed>`
@@ -104,7 +106,7 @@ async function claim(s: Services, limit: number): Promise<Claimed[]> {
           WHERE o.case_id = c.case_id AND o.dead_at IS NULL AND (o.nth < c.nth OR (o.nth = c.nth AND o.id < c.id)))
       ORDER BY c.run_at LIMIT ${limit}
       FOR UPDATE OF c SKIP LOCKED)
-    RETURNING id, case_id, message_id, nth, attempts, last_error, claim`.execute(s.db);
+    RETURNING id, case_id, message_id, nth, attempts, last_error, claim`.execute(db);
   return r.rows;
 }
 

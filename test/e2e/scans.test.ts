@@ -1,0 +1,137 @@
+// Reads of the inbound path and its queues visit rows in proportion to their own input, not to a
+// table (docs/performance.md "Reads in proportion to their input"): each is called as the app
+// calls it, on the app's database filled with other contacts, messages, cases and dead queue
+// rows, and the transaction's own counters (pg_stat_xact_user_tables, read before and after the
+// call in the same transaction) show what it visited. Each failed before its fix with a
+// sequential scan or a walk of every row of the table.
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isFirstInbound } from '../../src/automations/triggers.js';
+import { latestAds } from '../../src/cases/open.js';
+import { claimBatches } from '../../src/channel/inbound-queue.js';
+import { claim as claimClassifications } from '../../src/classification/queue.js';
+import type { Db, Trx } from '../../src/db/index.js';
+import { transaction } from '../../src/db/retry.js';
+import { newId } from '../../src/lib/ids.js';
+import { startTestApp, type TestAccount, type TestApp } from '../harness.js';
+
+const ROWS = 3_000;
+const DEAD = 400;
+
+let app: TestApp;
+let acc: TestAccount;
+let db: Db;
+/** A contact of the filled account with one conversation, one inbound message and one case (with an ad). */
+let known: { contact: string; message: string; case: string };
+
+beforeAll(async () => {
+  app = await startTestApp();
+  acc = await app.createAccount();
+  db = app.rt.services.db;
+  const at = app.clock.now();
+  // Other people of the account: each a contact, a conversation, an inbound message and a case
+  // (every other one from an ad).
+  await sql`
+    WITH g AS (SELECT i, gen_random_uuid() AS contact, gen_random_uuid() AS conversation FROM generate_series(1, ${ROWS}) i),
+    c AS (INSERT INTO contacts (id, account_id, phone, name, created_at, updated_at)
+      SELECT contact, ${acc.id}, '549117' || lpad(i::text, 7, '0'), '', ${at}, ${at} FROM g RETURNING id),
+    v AS (INSERT INTO conversations (id, account_id, contact_id, phone_number_id, last_inbound_at)
+      SELECT conversation, ${acc.id}, contact, ${acc.phoneNumberId}, ${at} FROM g WHERE EXISTS (SELECT 1 FROM c) RETURNING id),
+    m AS (INSERT INTO messages (id, account_id, conversation_id, contact_id, phone_number_id, direction, type, text, status, created_at, updated_at)
+      SELECT gen_random_uuid(), ${acc.id}, conversation, contact, ${acc.phoneNumberId}, 'inbound', 'text', 'hola', 'received', ${at}, ${at}
+      FROM g WHERE EXISTS (SELECT 1 FROM v) RETURNING id)
+    INSERT INTO cases (id, account_id, conversation_id, contact_id, opened_at, last_inbound_at, status, ad)
+    SELECT gen_random_uuid(), ${acc.id}, conversation, contact, ${at}, ${at}, 'closed',
+      CASE WHEN i % 2 = 0 THEN jsonb_build_object('sourceId', 'ad-' || i, 'at', ${at.toISOString()}::text) END
+    FROM g WHERE EXISTS (SELECT 1 FROM m)`.execute(db);
+  known = (
+    await sql<{ contact: string; message: string; case: string }>`
+      SELECT m.contact_id AS contact, m.id AS message, k.id AS case FROM messages m JOIN cases k ON k.conversation_id = m.conversation_id
+      WHERE m.account_id = ${acc.id} AND k.ad IS NOT NULL LIMIT 1`.execute(db)
+  ).rows[0]!;
+  // Dead letters at the head of both queues (kept until the operator retries or drops them).
+  await sql`
+    INSERT INTO inbound_queue (channel, body, received_at, run_at, attempts, dead_at, last_error)
+    SELECT 'cloud', '{}', ${at}, ${at}, 5, ${at}, 'x' FROM generate_series(1, ${DEAD})`.execute(db);
+  await sql`
+    INSERT INTO case_classifications (id, case_id, message_id, nth, run_at, attempts, dead_at)
+    SELECT gen_random_uuid(), k.id, ${known.message}, 1, ${at}, 5, ${at}
+    FROM (SELECT id FROM cases WHERE account_id = ${acc.id} LIMIT ${DEAD}) k`.execute(db);
+  await sql`ANALYZE`.execute(db);
+}, 120_000);
+afterAll(async () => {
+  await app?.close();
+});
+
+interface Visited {
+  seq: number;
+  fetched: number;
+}
+
+/** What `fn` visited of `table`: the transaction's counters before and after (they may hold earlier transactions' too). */
+async function visiting<T>(table: string, fn: (trx: Trx) => Promise<T>): Promise<{ result: T; visited: Visited }> {
+  const counters = async (trx: Trx): Promise<Visited> => {
+    const { rows } = await sql<{ seq: string; fetched: string }>`
+      SELECT seq_scan AS seq, idx_tup_fetch AS fetched FROM pg_stat_xact_user_tables WHERE relname = ${table}`.execute(trx);
+    return { seq: Number(rows[0]?.seq ?? 0), fetched: Number(rows[0]?.fetched ?? 0) };
+  };
+  let out: { result: T; visited: Visited } | undefined;
+  // Rolled back: the queue rows a claim takes here stay as they were for the app's own workers.
+  await transaction(db, async (trx) => {
+    const before = await counters(trx);
+    const result = await fn(trx);
+    const after = await counters(trx);
+    out = { result, visited: { seq: after.seq - before.seq, fetched: after.fetched - before.fetched } };
+    throw new RolledBack();
+  }).catch((err) => {
+    if (!(err instanceof RolledBack)) throw err;
+  });
+  return out!;
+}
+class RolledBack extends Error {}
+
+describe(`reads in proportion to their input (an account of ${ROWS} contacts, messages and cases; ${DEAD} dead rows per queue)`, () => {
+  it('first_message: "a contact\'s first message" is decided through its conversations, not a scan of every message', async () => {
+    const first = await visiting('messages', (trx) => isFirstInbound(trx, acc.id, known.contact, known.message));
+    expect(first.result).toBe(true);
+    expect(first.visited.seq).toBe(0);
+    expect(first.visited.fetched).toBeLessThan(10);
+    const again = await visiting('messages', (trx) => isFirstInbound(trx, acc.id, known.contact, newId()));
+    expect(again.result).toBe(false);
+    expect(again.visited.seq).toBe(0);
+  });
+
+  it("a known contact's new case reads the ad of its earlier cases through the index of cases with an ad", async () => {
+    const { result, visited } = await visiting('cases', (trx) => latestAds(trx, [known.contact, newId()]));
+    expect([...result.keys()]).toEqual([known.contact]);
+    expect(result.get(known.contact)).toMatchObject({ sourceId: expect.stringMatching(/^ad-/) });
+    expect(visited.seq).toBe(0);
+    expect(visited.fetched).toBeLessThan(10);
+  });
+
+  it("the inbound queue's claim takes the live batches without walking the dead ones at its head", async () => {
+    const now = app.clock.now();
+    const { result, visited } = await visiting('inbound_queue', async (trx) => {
+      await sql`INSERT INTO inbound_queue (channel, body, received_at, run_at) VALUES ('cloud', '{}', ${now}, ${now}), ('cloud', '{}', ${now}, ${now})`.execute(
+        trx,
+      );
+      return claimBatches(trx, now, new Date(now.getTime() + 60_000), 10);
+    });
+    expect(result).toHaveLength(2);
+    expect(visited.seq).toBe(0);
+    expect(visited.fetched).toBeLessThan(20);
+  });
+
+  it("the classification queue's claim takes a live row without walking the dead ones", async () => {
+    const now = app.clock.now();
+    const { result, visited } = await visiting('case_classifications', async (trx) => {
+      await sql`INSERT INTO case_classifications (id, case_id, message_id, nth, run_at) VALUES (${newId()}, ${known.case}, ${known.message}, 2, ${now})`.execute(
+        trx,
+      );
+      return claimClassifications(app.rt.services, 10, trx);
+    });
+    expect(result.map((r) => r.case_id)).toEqual([known.case]);
+    expect(visited.seq).toBe(0);
+    expect(visited.fetched).toBeLessThan(20);
+  });
+});
