@@ -1,5 +1,5 @@
 // SQL of the dispatcher: claim due deliveries under a lease, record attempts in batches, release.
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db, Executor } from '../db/index.js';
 import { recordDeath } from '../jobs/dead-letters.js';
 import { newId } from '../lib/ids.js';
@@ -26,20 +26,26 @@ export interface Claimed {
   event_created_at: Date;
   /** When the delivery was queued, and its account's plan and limits (see countsAtFirstAttempt). */
   queued_at: Date;
+  /** When it was due before this claim moved it to the lease's end (given back: due then again). */
+  due_at: Date;
   plan: string;
   limits: Record<string, number | null>;
 }
 
 /**
  * Claims up to `n` due deliveries of enabled URLs (`FOR UPDATE SKIP LOCKED`, then a lease), so
- * several processes never take the same attempt; a crashed process's lease simply expires.
+ * several processes never take the same attempt; a crashed process's lease simply expires. The
+ * claim also moves `next_attempt_at` to the lease's end (as the runners' claims move `run_at`):
+ * a held delivery is due again only if its holder dies, so the due index no longer holds it at
+ * its head, and a claim walks only what it can take (docs/performance.md "Reads in proportion to
+ * their input"). `due_at` keeps when it was due, for a delivery given back (releaseLeases).
  */
 export async function claimDue(db: Db, now: Date, leaseUntil: Date, n: number, skipWebhooks: string[]): Promise<Claimed[]> {
   const skip = skipWebhooks.length ? sql`AND d2.webhook_id NOT IN (${sql.join(skipWebhooks.map((w) => sql`${w}::uuid`))})` : sql``;
   const r = await sql<Claimed>`
-    UPDATE webhook_deliveries d SET lease_until = ${leaseUntil}, tries = d.tries + 1
+    UPDATE webhook_deliveries d SET lease_until = ${leaseUntil}, next_attempt_at = ${leaseUntil}, tries = d.tries + 1
     FROM (
-      SELECT d2.id FROM webhook_deliveries d2 JOIN webhooks w2 ON w2.id = d2.webhook_id
+      SELECT d2.id, d2.next_attempt_at AS due_at FROM webhook_deliveries d2 JOIN webhooks w2 ON w2.id = d2.webhook_id
       WHERE d2.status = 'pending' AND d2.next_attempt_at <= ${now}
         AND (d2.lease_until IS NULL OR d2.lease_until <= ${now})
         AND w2.enabled AND w2.deleted_at IS NULL ${skip}
@@ -50,7 +56,7 @@ export async function claimDue(db: Db, now: Date, leaseUntil: Date, n: number, s
     WHERE d.id = due.id AND e.id = d.event_id AND w.id = d.webhook_id AND a.id = d.account_id
     RETURNING d.id, d.event_id, d.webhook_id, d.account_id, d.attempts, d.tries, d.last_error, d.schedule_start, d.next_trigger, w.url, w.secret,
       w.previous_secret, w.previous_secret_expires_at, e.kind, e.data::text AS data, e.test,
-      e.created_at AS event_created_at, d.created_at AS queued_at, a.plan, a.limits`.execute(db);
+      e.created_at AS event_created_at, d.created_at AS queued_at, due.due_at, a.plan, a.limits`.execute(db);
   return r.rows;
 }
 
@@ -114,13 +120,22 @@ export async function discardDelivery(trx: Executor, itemId: string, now: Date):
   );
 }
 
-/** Gives claimed deliveries back untouched (no attempt made: saturated endpoint or shutdown). */
-export async function releaseLeases(db: Db, ids: { id: string; lease: Date }[]): Promise<void> {
+/** Gives claimed deliveries back untouched (no attempt made: saturated endpoint or shutdown): due when they were. */
+export async function releaseLeases(db: Db, ids: { id: string; lease: Date; due: Date }[]): Promise<void> {
   if (ids.length === 0) return;
   await sql`
-    UPDATE webhook_deliveries d SET lease_until = NULL, tries = greatest(d.tries - 1, 0)
-    FROM (VALUES ${sql.join(ids.map((r) => sql`(${r.id}::uuid, ${r.lease}::timestamptz)`))}) AS v(id, lease)
+    UPDATE webhook_deliveries d SET lease_until = NULL, next_attempt_at = v.due, tries = greatest(d.tries - 1, 0)
+    FROM (VALUES ${sql.join(ids.map((r) => sql`(${r.id}::uuid, ${r.lease}::timestamptz, ${r.due}::timestamptz)`))}) AS v(id, lease, due)
     WHERE d.id = v.id AND d.lease_until = v.lease`.execute(db);
+}
+
+/**
+ * The pending deliveries of URLs no longer enabled (disabled, deleted) wait with no due time: no
+ * claim walks them. Re-enabling a URL makes them due again (service.ts updateWebhook).
+ */
+export function parkDeliveries(webhookIds: RawBuilder<unknown>, now: Date) {
+  return sql`UPDATE webhook_deliveries SET next_attempt_at = NULL, updated_at = ${now}
+    WHERE webhook_id IN (${webhookIds}) AND status = 'pending' AND next_attempt_at IS NOT NULL`;
 }
 
 export interface AttemptResult {
@@ -172,14 +187,20 @@ export async function recordAttempts(db: Db, results: AttemptResult[], now: Date
     if (failing.length > 0) {
       await sql`UPDATE webhooks SET failing_since = ${now} WHERE id IN (${uuids(failing)}) AND failing_since IS NULL`.execute(trx);
       await sql`
-        UPDATE webhooks SET enabled = false, disabled_reason = 'failing', updated_at = ${now}
-        WHERE id IN (${uuids(failing)}) AND enabled AND failing_since <= ${new Date(now.getTime() - FAILING_DISABLE_MS)}`.execute(trx);
+        WITH off AS (
+          UPDATE webhooks SET enabled = false, disabled_reason = 'failing', updated_at = ${now}
+          WHERE id IN (${uuids(failing)}) AND enabled AND failing_since <= ${new Date(now.getTime() - FAILING_DISABLE_MS)}
+          RETURNING id)
+        ${parkDeliveries(sql`SELECT id FROM off`, now)}`.execute(trx);
     }
     if (gone.length > 0)
       await sql`
-        UPDATE webhooks SET enabled = false, disabled_reason = 'gone', failing_since = COALESCE(failing_since, ${now}),
-          updated_at = ${now}
-        WHERE id IN (${uuids(gone)})`.execute(trx);
+        WITH off AS (
+          UPDATE webhooks SET enabled = false, disabled_reason = 'gone', failing_since = COALESCE(failing_since, ${now}),
+            updated_at = ${now}
+          WHERE id IN (${uuids(gone)})
+          RETURNING id)
+        ${parkDeliveries(sql`SELECT id FROM off`, now)}`.execute(trx);
   });
 }
 
@@ -199,20 +220,22 @@ function attemptsAndDeliveries(results: AttemptResult[], now: Date) {
       (r) =>
         sql`(${newId()}::uuid, ${r.deliveryId}::uuid, ${r.attemptNumber}::int, ${r.trigger}, ${r.statusCode}::int, ${r.durationMs}::int,
           ${r.excerpt}::text, ${r.error}::text, ${r.at}::timestamptz, ${r.lease}::timestamptz, ${r.status}, ${r.nextAttemptAt}::timestamptz,
-          ${r.accountId}::uuid, ${r.countIn}::timestamptz)`,
+          ${r.accountId}::uuid, ${r.countIn}::timestamptz, ${r.webhookId}::uuid)`,
     ),
   );
-  return sql`v (id, delivery_id, attempt_number, trigger, code, duration_ms, excerpt, error, at, lease, status, next_at, account_id, count_in) AS (
+  return sql`v (id, delivery_id, attempt_number, trigger, code, duration_ms, excerpt, error, at, lease, status, next_at, account_id, count_in,
+      webhook_id) AS (
       VALUES ${values}),
     logged AS (
       INSERT INTO webhook_attempts (id, delivery_id, attempt_number, trigger, status_code, duration_ms, response_excerpt, error, created_at)
       SELECT id, delivery_id, attempt_number, trigger, code, duration_ms, excerpt, error, at FROM v),
     moved AS (
       -- A lease taken over after expiry wins: this holder no longer moves the delivery.
+      -- A retry of a URL disabled meanwhile waits parked (parkDeliveries) rather than due.
       UPDATE webhook_deliveries d SET status = v.status, attempts = d.attempts + 1, last_attempt_at = v.at,
-        last_status_code = v.code, next_attempt_at = v.next_at, lease_until = NULL, next_trigger = 'scheduled',
-        tries = 0, failed_at = NULL, last_error = NULL, updated_at = ${now}
-      FROM v WHERE d.id = v.delivery_id AND d.lease_until = v.lease
+        last_status_code = v.code, next_attempt_at = CASE WHEN w.enabled AND w.deleted_at IS NULL THEN v.next_at END,
+        lease_until = NULL, next_trigger = 'scheduled', tries = 0, failed_at = NULL, last_error = NULL, updated_at = ${now}
+      FROM v JOIN webhooks w ON w.id = v.webhook_id WHERE d.id = v.delivery_id AND d.lease_until = v.lease
       RETURNING d.id, d.attempts),
     counted AS (
       -- A delivery moves from 0 to 1 attempt once, whoever records it: counted exactly once.

@@ -203,7 +203,7 @@ export class WebhookDispatcher implements Dispatcher {
     const rows = await claimDue(this.db, now, lease, room, full);
     // Full URLs were left out of this claim: they may have more due, so look again as slots free.
     this.backlog = rows.length === room || full.length > 0;
-    const surplus: { id: string; lease: Date }[] = [];
+    const surplus: { id: string; lease: Date; due: Date }[] = [];
     const dying: Promise<void>[] = [];
     let taken = 0;
     for (const c of rows) {
@@ -214,7 +214,7 @@ export class WebhookDispatcher implements Dispatcher {
         continue;
       }
       if (this.stopping) {
-        surplus.push({ id: c.id, lease });
+        surplus.push({ id: c.id, lease, due: c.due_at });
         this.backlog = true;
         continue;
       }
@@ -232,14 +232,14 @@ export class WebhookDispatcher implements Dispatcher {
 
   /** Starts waiting deliveries while their URL and the process have free slots. */
   private startWaiting(): void {
-    const stale: { id: string; lease: Date }[] = [];
+    const stale: { id: string; lease: Date; due: Date }[] = [];
     // An attempt must end well inside its lease, or another process may take it meanwhile.
     const latest = this.s.clock.ms() + this.timeoutMs + 5_000;
     for (const [w, q] of this.waiting) {
       while (q.length > 0 && this.inFlight.size < MAX_IN_FLIGHT && (this.perWebhook.get(w) ?? 0) < PER_ENDPOINT) {
         const next = q.shift() as { c: Claimed; lease: Date };
         this.waitingCount -= 1;
-        if (next.lease.getTime() < latest) stale.push({ id: next.c.id, lease: next.lease });
+        if (next.lease.getTime() < latest) stale.push({ id: next.c.id, lease: next.lease, due: next.c.due_at });
         else this.begin(next.c, next.lease);
       }
       if (q.length === 0) this.waiting.delete(w);
@@ -268,7 +268,7 @@ export class WebhookDispatcher implements Dispatcher {
     this.waitingCount = 0;
     await releaseLeases(
       this.db,
-      all.map((x) => ({ id: x.c.id, lease: x.lease })),
+      all.map((x) => ({ id: x.c.id, lease: x.lease, due: x.c.due_at })),
     ).catch(() => {});
   }
 
@@ -288,7 +288,7 @@ export class WebhookDispatcher implements Dispatcher {
       return;
     }
     if (out.aborted) {
-      await releaseLeases(this.db, [{ id: c.id, lease }]).catch(() => {});
+      await releaseLeases(this.db, [{ id: c.id, lease, due: c.due_at }]).catch(() => {});
       return;
     }
     const r = this.outcome(c, lease, at, out);

@@ -10,6 +10,7 @@ import { newId } from '../lib/ids.js';
 import { effectiveLimits, suggestPlan } from '../limits/plans.js';
 import { openOrNull } from '../secrets/keyring.js';
 import type { Services } from '../services.js';
+import { parkDeliveries } from './delivery-repo.js';
 import { emitEvent } from './outbox.js';
 import { newSecret } from './signing.js';
 import { assertPublicUrl, parseWebhookUrl } from './ssrf.js';
@@ -153,6 +154,8 @@ export async function updateWebhook(
       .where('id', '=', w.id)
       .returningAll()
       .executeTakeFirstOrThrow();
+    // Disabled: what it has pending waits, parked, for a re-enable.
+    if (input.enabled === false && w.enabled) await parkDeliveries(sql`${w.id}::uuid`, now).execute(trx);
     const changes = fromTo(auditable(w), auditable(next), ['host', 'events', 'enabled']);
     await audit(trx, now, who, { accountId, action: 'webhook.updated', target: target(w.id), changes });
     return next;
@@ -166,6 +169,7 @@ export async function deleteWebhook(s: Services, accountId: string, id: string, 
   await s.db.transaction().execute(async (trx) => {
     const w = await getWebhook(trx, accountId, id);
     await trx.updateTable('webhooks').set({ deleted_at: now, enabled: false }).where('id', '=', w.id).execute();
+    await parkDeliveries(sql`${w.id}::uuid`, now).execute(trx);
     await audit(trx, now, who, { accountId, action: 'webhook.deleted', target: target(w.id), changes: auditable(w) });
   });
 }

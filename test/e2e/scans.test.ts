@@ -13,6 +13,7 @@ import { claim as claimClassifications } from '../../src/classification/queue.js
 import type { Db, Trx } from '../../src/db/index.js';
 import { transaction } from '../../src/db/retry.js';
 import { newId } from '../../src/lib/ids.js';
+import { claimDue, parkDeliveries } from '../../src/webhooks/delivery-repo.js';
 import { startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 const ROWS = 3_000;
@@ -69,7 +70,11 @@ interface Visited {
 }
 
 /** What `fn` visited of `table`: the transaction's counters before and after (they may hold earlier transactions' too). */
-async function visiting<T>(table: string, fn: (trx: Trx) => Promise<T>): Promise<{ result: T; visited: Visited }> {
+async function visiting<T>(
+  table: string,
+  fn: (trx: Trx) => Promise<T>,
+  setup?: (trx: Trx) => Promise<void>,
+): Promise<{ result: T; visited: Visited }> {
   const counters = async (trx: Trx): Promise<Visited> => {
     const { rows } = await sql<{ seq: string; fetched: string }>`
       SELECT seq_scan AS seq, idx_tup_fetch AS fetched FROM pg_stat_xact_user_tables WHERE relname = ${table}`.execute(trx);
@@ -78,6 +83,7 @@ async function visiting<T>(table: string, fn: (trx: Trx) => Promise<T>): Promise
   let out: { result: T; visited: Visited } | undefined;
   // Rolled back: the queue rows a claim takes here stay as they were for the app's own workers.
   await transaction(db, async (trx) => {
+    await setup?.(trx);
     const before = await counters(trx);
     const result = await fn(trx);
     const after = await counters(trx);
@@ -131,6 +137,41 @@ describe(`reads in proportion to their input (an account of ${ROWS} contacts, me
       return claimClassifications(app.rt.services, 10, trx);
     });
     expect(result.map((r) => r.case_id)).toEqual([known.case]);
+    expect(visited.seq).toBe(0);
+    expect(visited.fetched).toBeLessThan(20);
+  });
+
+  it("the webhook dispatcher's claim walks neither the deliveries it holds (leased) nor a disabled URL's pending ones", async () => {
+    const now = app.clock.now();
+    const hook = async (path: string) =>
+      (await app.admin('POST', `/accounts/${acc.id}/webhooks`, { url: `http://127.0.0.1:9/${path}` })).body.id as string;
+    const live = await hook('vivo');
+    const off = await hook('apagado');
+    const event = newId();
+    const pending = (webhookId: string, n: number) => sql`
+      INSERT INTO webhook_deliveries (id, event_id, webhook_id, account_id, status, next_attempt_at, created_at, updated_at)
+      SELECT gen_random_uuid(), ${event}, ${webhookId}, ${acc.id}, 'pending', ${now}, ${now}, ${now} FROM generate_series(1, ${n})`;
+    const lease = new Date(now.getTime() + 60_000);
+    const { result, visited } = await visiting(
+      'webhook_deliveries',
+      async (trx) => {
+        await pending(live, 2).execute(trx);
+        return claimDue(trx, now, lease, 50, []);
+      },
+      async (trx) => {
+        await sql`INSERT INTO events (id, account_id, kind, data, created_at) VALUES (${event}, ${acc.id}, 'message.received', '{}', ${now})`.execute(
+          trx,
+        );
+        // Held: claimed by this process, waiting or in flight.
+        await pending(live, 300).execute(trx);
+        expect(await claimDue(trx, now, lease, 300, [])).toHaveLength(300);
+        // A disabled URL's backlog, parked as disabling it parks it.
+        await pending(off, 300).execute(trx);
+        await sql`UPDATE webhooks SET enabled = false WHERE id = ${off}`.execute(trx);
+        await parkDeliveries(sql`${off}::uuid`, now).execute(trx);
+      },
+    );
+    expect(result.map((d) => d.webhook_id)).toEqual([live, live]);
     expect(visited.seq).toBe(0);
     expect(visited.fetched).toBeLessThan(20);
   });

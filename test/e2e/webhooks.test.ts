@@ -359,6 +359,26 @@ describe('retries (decisions.md: "success = any 2xx … Retries after … ±20 %
     }
   });
 
+  it('disabling a URL parks its pending retry (nextAttemptAt null, nothing sent); re-enabling makes it due at once', async () => {
+    const acc = await app.createAccount();
+    const r = await receiver({ status: 500 });
+    const wh = await addWebhook(acc, r.url);
+    await newContact(acc);
+    await r.waitFor(1);
+    await until(async () => (await deliveries(acc, wh.id)).body.data[0].attempts === 1);
+    expect((await deliveries(acc, wh.id)).body.data[0].nextAttemptAt).not.toBeNull();
+    expect((await app.admin('PATCH', `/accounts/${acc.id}/webhooks/${wh.id}`, { enabled: false })).status).toBe(200);
+    const [parked] = (await deliveries(acc, wh.id)).body.data;
+    expect(parked).toMatchObject({ status: 'pending', nextAttemptAt: null });
+    await advance(40_000);
+    expect(r.received).toHaveLength(1);
+    r.fallback = { status: 204 };
+    expect((await app.admin('PATCH', `/accounts/${acc.id}/webhooks/${wh.id}`, { enabled: true })).status).toBe(200);
+    await r.waitFor(2);
+    expect((await settled(acc, wh.id, 'succeeded')).id).toBe(parked.id);
+    app.clock.set(Date.now());
+  });
+
   it('a URL whose attempts all failed for 5 days is disabled; re-enabling replays its undelivered events', async () => {
     const acc = await app.createAccount();
     const r = await receiver({ status: 500 });
@@ -374,7 +394,10 @@ describe('retries (decisions.md: "success = any 2xx … Retries after … ±20 %
     await r.waitFor(5);
     await until(async () => !(await app.admin('GET', `/accounts/${acc.id}/webhooks/${wh.id}`)).body.enabled);
     expect((await app.admin('GET', `/accounts/${acc.id}/webhooks/${wh.id}`)).body.disabledReason).toBe('failing');
-    // Disabled: the pending retry waits, nothing more is sent.
+    // Disabled: the pending retry waits, parked (no due time), nothing more is sent.
+    const parked = (await deliveries(acc, wh.id)).body.data.filter((d: any) => d.status === 'pending');
+    expect(parked.length).toBeGreaterThan(0);
+    for (const d of parked) expect(d.nextAttemptAt).toBeNull();
     await advance(2_000);
     expect(r.received).toHaveLength(5);
 
