@@ -40,8 +40,10 @@ export interface SendOrigin {
    * What `inTransaction` writes, as CTEs of the send's one statement instead (no transaction: one
    * round trip), when the origin can: they run after the open case's lock and only when the send is
    * allowed (`gate`), before the message's insert. The message is inserted, and the case records
-   * who answered, only when the CTE `rows` has a row; when it has none, `lost()` is thrown and the
-   * statement wrote nothing. Left out when this send needs the transaction (inTransaction).
+   * who answered, only when the CTE `rows` has a row; when it has none, `lost()` is thrown: no
+   * message, no change of the case, none of the origin's rows (a template's new contact and its
+   * conversation stay, as a later send would make them). Left out when this send needs the
+   * transaction (inTransaction).
    */
   composed?: ((gate: RawBuilder<unknown>) => ComposedOrigin) | undefined;
 }
@@ -190,7 +192,7 @@ send_message AS (
       LEFT JOIN send_message m ON true`.execute(db);
   const r = rows[0]!;
   const { s_contact_id, s_created, s_opted_out, s_conversation_id, s_last_inbound_at, s_open_case_id, s_allowed, ...message } = r;
-  // Allowed, yet the origin's rows are missing (an automation's claim lost): nothing was written.
+  // Allowed, yet the origin's rows are missing (an automation's claim lost): no message was written.
   if (composed && s_allowed && !message.id) throw composed.lost();
   return {
     contactId: s_contact_id,
