@@ -60,6 +60,10 @@ export async function claimDue(db: Db, now: Date, leaseUntil: Date, n: number, s
   return r.rows;
 }
 
+/** A held delivery `d` of a URL disabled meanwhile stays parked when it is given back or retried (parkDeliveries). */
+const dueIfEnabled = (at: RawBuilder<unknown>) =>
+  sql`CASE WHEN EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.enabled AND w.deleted_at IS NULL) THEN ${at} END`;
+
 /**
  * A claimed delivery that failed for our own reason (not the receiver's: those follow
  * WEBHOOK_RETRY_SCHEDULE): due again at `at`, or, when `at` is null (its last try), parked as `dead`
@@ -75,8 +79,8 @@ export async function failDelivery(
 ): Promise<boolean> {
   if (at) {
     await sql`
-      UPDATE webhook_deliveries SET lease_until = NULL, next_attempt_at = ${at}, failed_at = COALESCE(failed_at, ${now}),
-        last_error = ${error}, updated_at = ${now}
+      UPDATE webhook_deliveries d SET lease_until = NULL, next_attempt_at = ${dueIfEnabled(sql`${at}::timestamptz`)},
+        failed_at = COALESCE(failed_at, ${now}), last_error = ${error}, updated_at = ${now}
       WHERE id = ${c.id} AND lease_until = ${lease}`.execute(db);
     return false;
   }
@@ -124,7 +128,7 @@ export async function discardDelivery(trx: Executor, itemId: string, now: Date):
 export async function releaseLeases(db: Db, ids: { id: string; lease: Date; due: Date }[]): Promise<void> {
   if (ids.length === 0) return;
   await sql`
-    UPDATE webhook_deliveries d SET lease_until = NULL, next_attempt_at = v.due, tries = greatest(d.tries - 1, 0)
+    UPDATE webhook_deliveries d SET lease_until = NULL, next_attempt_at = ${dueIfEnabled(sql`v.due`)}, tries = greatest(d.tries - 1, 0)
     FROM (VALUES ${sql.join(ids.map((r) => sql`(${r.id}::uuid, ${r.lease}::timestamptz, ${r.due}::timestamptz)`))}) AS v(id, lease, due)
     WHERE d.id = v.id AND d.lease_until = v.lease`.execute(db);
 }
@@ -133,6 +137,7 @@ export async function releaseLeases(db: Db, ids: { id: string; lease: Date; due:
  * The pending deliveries of URLs no longer enabled (disabled, deleted) wait with no due time: no
  * claim walks them. Re-enabling a URL makes them due again (service.ts updateWebhook).
  */
+
 export function parkDeliveries(webhookIds: RawBuilder<unknown>, now: Date) {
   return sql`UPDATE webhook_deliveries SET next_attempt_at = NULL, updated_at = ${now}
     WHERE webhook_id IN (${webhookIds}) AND status = 'pending' AND next_attempt_at IS NOT NULL`;

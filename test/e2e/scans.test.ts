@@ -13,7 +13,7 @@ import { claim as claimClassifications } from '../../src/classification/queue.js
 import type { Db, Trx } from '../../src/db/index.js';
 import { transaction } from '../../src/db/retry.js';
 import { newId } from '../../src/lib/ids.js';
-import { claimDue, parkDeliveries } from '../../src/webhooks/delivery-repo.js';
+import { claimDue, parkDeliveries, releaseLeases } from '../../src/webhooks/delivery-repo.js';
 import { startTestApp, type TestAccount, type TestApp } from '../harness.js';
 
 const ROWS = 3_000;
@@ -174,5 +174,40 @@ describe(`reads in proportion to their input (an account of ${ROWS} contacts, me
     expect(result.map((d) => d.webhook_id)).toEqual([live, live]);
     expect(visited.seq).toBe(0);
     expect(visited.fetched).toBeLessThan(20);
+  });
+
+  it('a held delivery of a URL disabled meanwhile stays parked when it is given back; one of an enabled URL is due when it was', async () => {
+    const now = app.clock.now();
+    const lease = new Date(now.getTime() + 60_000);
+    const event = newId();
+    const ids = {
+      on: (await app.admin('POST', `/accounts/${acc.id}/webhooks`, { url: 'http://127.0.0.1:9/sigue' })).body.id as string,
+      off: (await app.admin('POST', `/accounts/${acc.id}/webhooks`, { url: 'http://127.0.0.1:9/se-apaga' })).body.id as string,
+    };
+    await transaction(db, async (trx) => {
+      await sql`INSERT INTO events (id, account_id, kind, data, created_at) VALUES (${event}, ${acc.id}, 'message.received', '{}', ${now})`.execute(
+        trx,
+      );
+      await sql`
+        INSERT INTO webhook_deliveries (id, event_id, webhook_id, account_id, status, next_attempt_at, created_at, updated_at)
+        VALUES (${newId()}, ${event}, ${ids.on}, ${acc.id}, 'pending', ${now}, ${now}, ${now}),
+               (${newId()}, ${event}, ${ids.off}, ${acc.id}, 'pending', ${now}, ${now}, ${now})`.execute(trx);
+      const held = await claimDue(trx, now, lease, 10, []);
+      expect(held.map((d) => d.webhook_id).sort()).toEqual([ids.on, ids.off].sort());
+      await sql`UPDATE webhooks SET enabled = false WHERE id = ${ids.off}`.execute(trx);
+      await parkDeliveries(sql`${ids.off}::uuid`, now).execute(trx);
+      await releaseLeases(
+        trx,
+        held.map((d) => ({ id: d.id, lease, due: d.due_at })),
+      );
+      const { rows } = await sql<{ webhook_id: string; next_attempt_at: Date | null; lease_until: Date | null }>`
+        SELECT webhook_id, next_attempt_at, lease_until FROM webhook_deliveries WHERE event_id = ${event}`.execute(trx);
+      const by = new Map(rows.map((r) => [r.webhook_id, r]));
+      expect(by.get(ids.on)).toMatchObject({ next_attempt_at: now, lease_until: null });
+      expect(by.get(ids.off)).toMatchObject({ next_attempt_at: null, lease_until: null });
+      throw new RolledBack();
+    }).catch((err) => {
+      if (!(err instanceof RolledBack)) throw err;
+    });
   });
 });
