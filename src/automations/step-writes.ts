@@ -181,7 +181,11 @@ export async function insertLog(trx: Trx, c: Ctx, e: LogEntry): Promise<void> {
  * the account's executions do not queue on one row.
  */
 export async function count(trx: Trx, c: Ctx, http: boolean): Promise<void> {
-  if (c.row.test) return;
+  const later = countsLater(c, http);
+  if (later) {
+    c.later.push(...later);
+    return;
+  }
   const limits = effectiveLimits(c.account.plan, c.account.limits);
   const period = quotaPeriod(c.s.clock.now());
   const take = async (resource: AutomationResource, limit: number | null) => {
